@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "webproxyd",
+    products: [
+        .executable(name: "webproxyd", targets: ["webproxyd"]),
+        .library(name: "WebProxyCore", targets: ["WebProxyCore"]),
+    ],
+    targets: [
+        // C libraries, imported through system-library targets (Debian -dev packages).
+        .systemLibrary(
+            name: "CWebProxyOpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CWebProxySystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CWebProxyIDN2", pkgConfig: "libidn2",
+            providers: [.apt(["libidn2-dev"])]),
+        // Linux calls Glibc does not export to Swift (epoll, eventfd, timerfd, signalfd, accept4).
+        .target(name: "CWebProxyLinux", cSettings: [.define("_GNU_SOURCE")]),
+
+        // Pure protocol core: no sockets, no clocks, no globals.
+        .target(name: "WebProxyCore", dependencies: ["CWebProxyOpenSSL", "CWebProxyIDN2"]),
+        // Event loop, sockets, TLS, HTTP/1.1 and WebSocket. Knows nothing of the relay protocol.
+        .target(name: "WebProxyNet", dependencies: ["CWebProxyOpenSSL", "CWebProxyLinux"]),
+        // Carriers, bootstrap, session supervision, listener, configuration, logging.
+        .target(
+            name: "WebProxyDaemon",
+            dependencies: ["WebProxyCore", "WebProxyNet", "CWebProxySystemd"]),
+        // A relay written from the contract, for tests, the demo and benchmarks.
+        .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet"]),
+        .executableTarget(
+            name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay"]),
+
+        .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore"]),
+        .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),
+        .testTarget(
+            name: "WebProxyDaemonTests",
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
