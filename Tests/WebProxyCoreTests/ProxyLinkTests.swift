@@ -155,7 +155,7 @@ import Testing
 
     /// parse(render(x)) == x over deterministic pseudo-random hosts, paths, secrets and forms.
     @Test func parseOfRenderIsIdentity() throws {
-        var random = SplitMix64(seed: 0x5EED_1DE7)
+        var random = IdentityTestRandom(seed: 0x5EED_1DE7)
         for _ in 0..<500 {
             let link = try ProxyLink(
                 host: RelayHost(Self.randomHost(&random)),
@@ -172,7 +172,7 @@ import Testing
 
     /// Random mutations of valid links never trap: they parse or throw an IdentityError.
     @Test func mutatedLinksNeverTrap() throws {
-        var random = SplitMix64(seed: 42)
+        var random = IdentityTestRandom(seed: 42)
         let base = Array("tg://webproxy?server=b%C3%BCcher.example%2Fp&secret=\(Self.marked)".utf8)
         let alphabet = Array("%/?#&=:@.-_0x7fFzZ \u{7F}".utf8) + [0xC3, 0xBC]
         var parsed = 0
@@ -191,7 +191,7 @@ import Testing
         #expect(parsed > 0 && parsed < 2000)
     }
 
-    static func randomHost(_ random: inout SplitMix64) -> String {
+    static func randomHost(_ random: inout IdentityTestRandom) -> String {
         let letters = Array("abcdefghijklmnopqrstuvwxyz")
         let inner = Array("abcdefghijklmnopqrstuvwxyz0123456789-")
         let labelCount = 2 + Int(random.next() % 3)
@@ -205,7 +205,7 @@ import Testing
         }.joined(separator: ".")
     }
 
-    static func randomPath(_ random: inout SplitMix64) -> String {
+    static func randomPath(_ random: inout IdentityTestRandom) -> String {
         let first = Array("ABCxyz0129")
         let rest = Array("ABCxyz0129_-")
         return (0..<(1 + Int(random.next() % 3))).map { _ in
@@ -216,14 +216,14 @@ import Testing
         }.joined(separator: "/")
     }
 
-    static func randomSecretBytes(_ random: inout SplitMix64) -> [UInt8] {
+    static func randomSecretBytes(_ random: inout IdentityTestRandom) -> [UInt8] {
         let body = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         return random.next() % 2 == 0 ? body : [0xDD] + body
     }
 }
 
-/// A small deterministic generator (SplitMix64) so generated tests are reproducible.
-struct SplitMix64 {
+/// SplitMix64, a small deterministic generator, so generated tests are reproducible.
+struct IdentityTestRandom {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
