@@ -50,6 +50,9 @@ public final class TLSEngine {
     private var peerClosed: Bool?
     /// Set by `feedEOF`: the transport will deliver no more bytes.
     private var transportEnded = false
+    /// Latched once OpenSSL first reports the handshake finished; `SSL_is_init_finished`
+    /// turns false again while a TLS 1.3 post-handshake message (a ticket) is being read.
+    private var handshakeFinished = false
 
     /// Default for `maximumPendingCiphertext`: enough for a few full socket writes.
     public static let defaultMaximumPendingCiphertext = 256 * 1024
@@ -211,7 +214,10 @@ public final class TLSEngine {
     // MARK: - Handshake
 
     /// Whether the handshake has finished.
-    public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
+    public var isHandshakeComplete: Bool {
+        if !handshakeFinished && SSL_is_init_finished(ssl) == 1 { handshakeFinished = true }
+        return handshakeFinished
+    }
 
     /// Advances the handshake with the ciphertext fed so far.
     public func handshake() throws(TLSError) -> HandshakeProgress {
@@ -219,7 +225,10 @@ public final class TLSEngine {
         if isHandshakeComplete { return .complete }
         ERR_clear_error()
         let status = SSL_do_handshake(ssl)
-        if status == 1 { return .complete }
+        if status == 1 {
+            handshakeFinished = true
+            return .complete
+        }
         switch SSL_get_error(ssl, status) {
         case SSL_ERROR_WANT_READ:
             return .wantRead
@@ -240,12 +249,14 @@ public final class TLSEngine {
         if let failure { throw failure }
         if let clean = peerClosed { return .eof(clean: clean) }
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .bytes(0) }
+        _ = isHandshakeComplete  // latch it before a ticket read makes OpenSSL say "in init"
         var total = 0
         while total < buffer.count {
             ERR_clear_error()
             var count = 0
             let status = SSL_read_ex(ssl, base + total, buffer.count - total, &count)
             if status == 1 {
+                handshakeFinished = true
                 total += count
                 continue
             }
