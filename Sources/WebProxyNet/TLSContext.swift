@@ -53,9 +53,14 @@ public final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_verify(handle, SSL_VERIFY_PEER, nil)
             // Runs the normal chain verification, then records why it failed (for a
             // readable error) or checks the pins on the verified chain.
-            SSL_CTX_set_cert_verify_callback(handle, { store, _ in
-                TLSEngine.verifyCertificateChain(store)
-            }, nil)
+            SSL_CTX_set_cert_verify_callback(
+                handle,
+                { store, argument in
+                    // Fail closed: without the context there are no pins to check.
+                    guard let argument else { return 0 }
+                    let context = Unmanaged<TLSContext>.fromOpaque(argument).takeUnretainedValue()
+                    return TLSEngine.verifyCertificateChain(store, pins: context.spkiPins)
+                }, Unmanaged.passUnretained(self).toOpaque())
         }
         if !alpn.isEmpty {
             ERR_clear_error()

@@ -282,7 +282,8 @@ public final class TLSEngine {
         return .bytes(total)
     }
 
-    /// Reads up to `maxCount` plaintext bytes and appends them to `bytes`.
+    /// Reads up to `maxCount` plaintext bytes and appends them to `bytes` (`maxCount` bytes
+    /// are reserved up front, so keep it to a buffer size, not a total).
     public func readPlaintext(into bytes: inout [UInt8], maxCount: Int) throws(TLSError)
         -> ReadResult
     {
@@ -388,6 +389,14 @@ public final class TLSEngine {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// On a server engine, the SNI name the client sent (nil when it sent none).
+    public var requestedServerName: String? {
+        guard serverName == nil,
+            let name = SSL_get_servername(ssl, Int32(TLSEXT_NAMETYPE_host_name))
+        else { return nil }
+        return String(cString: name)
+    }
+
     /// Whether the handshake resumed an earlier session instead of a full handshake.
     public var isSessionResumed: Bool { SSL_session_reused(ssl) == 1 }
 
@@ -410,7 +419,7 @@ public final class TLSEngine {
 
     private func describeFailure(_ code: Int32) -> TLSError {
         let handshakeDone = isHandshakeComplete
-        if !handshakeDone && isTruncationEOF(code) || code == SSL_ERROR_ZERO_RETURN {
+        if (!handshakeDone && isTruncationEOF(code)) || code == SSL_ERROR_ZERO_RETURN {
             return TLSError(
                 .closedDuringHandshake, "the connection closed during the TLS handshake",
                 openSSLErrors: TLSError.drainOpenSSLErrors())
@@ -441,18 +450,17 @@ public final class TLSEngine {
 
     /// `SSL_CTX_set_cert_verify_callback`: OpenSSL's chain and hostname verification, then
     /// the pins; records the reason of a failure for `describeFailure`.
-    static func verifyCertificateChain(_ store: OpaquePointer?) -> Int32 {
+    static func verifyCertificateChain(_ store: OpaquePointer?, pins: Set<[UInt8]>) -> Int32 {
         guard let store else { return 0 }
         let verified = X509_verify_cert(store)
         let ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx())
-        guard let engine = engine(of: ssl.map(OpaquePointer.init)) else { return verified }
+        let engine = engine(of: ssl.map(OpaquePointer.init))
         guard verified == 1 else {
-            engine.verificationFailure = VerificationFailure(
+            engine?.verificationFailure = VerificationFailure(
                 code: X509_STORE_CTX_get_error(store),
                 certificate: X509_STORE_CTX_get_current_cert(store).map(TLSCertificateInfo.init))
             return verified
         }
-        let pins = engine.context.spkiPins
         guard !pins.isEmpty else { return 1 }
         var leaf: TLSCertificateInfo?
         if let chain = X509_STORE_CTX_get0_chain(store) {
@@ -464,7 +472,7 @@ public final class TLSEngine {
             }
         }
         X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION)
-        engine.verificationFailure = VerificationFailure(
+        engine?.verificationFailure = VerificationFailure(
             code: X509_V_ERR_APPLICATION_VERIFICATION, certificate: leaf, isPinMismatch: true)
         return 0
     }

@@ -46,6 +46,7 @@ struct TLSEngineTests {
         #expect(server.negotiatedALPN == "http/1.1")
         #expect(client.negotiatedCipherSuite?.contains("GCM") == true)
         #expect(client.isSessionResumed == false)
+        #expect(server.requestedServerName == TLSFixture.relayName)
         let peer = try #require(client.peerCertificate)
         #expect(peer.subjectCommonName == TLSFixture.relayName)
         #expect(peer.dnsNames == [TLSFixture.relayName])
@@ -228,7 +229,7 @@ struct TLSEngineTests {
         _ = try probeServer.handshake()
         let flightLength = probeServer.takeCiphertext().count
         #expect(flightLength > 100)
-        for split in stride(from: 1, to: flightLength, by: max(1, flightLength / 40)) {
+        for split in 1..<flightLength {
             let (client, server) = try pair(clientContext: try fixture.clientContext(), serverContext: serverContext)
             _ = try client.handshake()
             transfer(from: client, to: server)
@@ -288,6 +289,7 @@ struct TLSEngineTests {
         let (client, server) = try pair(serverContext: fixture.serverContext(leaf), serverName: "127.0.0.1")
         try completeHandshake(client: client, server: server)
         #expect(client.peerCertificate?.ipAddresses == ["127.0.0.1"])
+        #expect(server.requestedServerName == nil)
         let error = try clientFailure(serverContext: fixture.serverContext(leaf), serverName: "127.0.0.2")
         #expect(error.message == "certificate for 127.0.0.1 does not match 127.0.0.2")
     }
