@@ -1,6 +1,7 @@
 internal import CWebProxyOpenSSL
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a person wants to know about a certificate: who it names, who issued it, when it
@@ -115,13 +116,16 @@ public struct TLSCertificateInfo: Sendable, Equatable {
         let length = ASN1_STRING_to_UTF8(&output, string)
         guard length >= 0, let output else { return nil }
         defer { CWebProxyOpenSSL_free(output) }
-        return String(decoding: UnsafeBufferPointer(start: output, count: Int(length)), as: UTF8.self)
+        return String(
+            decoding: UnsafeBufferPointer(start: output, count: Int(length)), as: UTF8.self)
     }
 
     private static func readSubjectAltNames(
         of certificate: OpaquePointer, dns: inout [String], ips: inout [String]
     ) {
-        guard let raw = X509_get_ext_d2i(certificate, NID_subject_alt_name, nil, nil) else { return }
+        guard let raw = X509_get_ext_d2i(certificate, NID_subject_alt_name, nil, nil) else {
+            return
+        }
         let names = OpaquePointer(raw)
         defer { GENERAL_NAMES_free(names) }
         for index in 0..<max(OPENSSL_sk_num(names), 0) {
@@ -156,7 +160,8 @@ public struct TLSCertificateInfo: Sendable, Equatable {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = length == 4 ? AF_INET : AF_INET6
         guard inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil else { return nil }
-        return String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(
+            decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// An ASN1_TIME as seconds since the Unix epoch; 0 if unreadable.
@@ -176,7 +181,9 @@ public struct TLSCertificateInfo: Sendable, Equatable {
             let digits = String(number)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
-        return "\(pad(fields.tm_year + 1900, 4))-\(pad(fields.tm_mon + 1, 2))-\(pad(fields.tm_mday, 2)) "
-            + "\(pad(fields.tm_hour, 2)):\(pad(fields.tm_min, 2)):\(pad(fields.tm_sec, 2)) UTC"
+        let year = pad(fields.tm_year + 1900, 4)
+        let date = "\(year)-\(pad(fields.tm_mon + 1, 2))-\(pad(fields.tm_mday, 2))"
+        let time = "\(pad(fields.tm_hour, 2)):\(pad(fields.tm_min, 2)):\(pad(fields.tm_sec, 2))"
+        return "\(date) \(time) UTC"
     }
 }

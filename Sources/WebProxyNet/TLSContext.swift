@@ -178,8 +178,9 @@ public final class TLSContext: @unchecked Sendable {
         // caller retry from wherever its bytes now live; released buffers keep idle lanes small.
         _ = CWebProxyOpenSSL_SSL_CTX_set_mode(
             handle,
-            Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
-                | SSL_MODE_RELEASE_BUFFERS))
+            Int(
+                SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
+                    | SSL_MODE_RELEASE_BUFFERS))
         return handle
     }
 
@@ -283,7 +284,8 @@ public final class TLSContext: @unchecked Sendable {
             guard let hash = TLSCertificateInfo.decodeBase64(pin), hash.count == pinLength else {
                 throw TLSError(
                     .configuration,
-                    "pin \"\(pin)\" is not the base64 of a SHA-256 hash (44 characters ending in =)")
+                    "pin \"\(pin)\" is not the base64 of a SHA-256 hash (44 characters ending in =)"
+                )
             }
             decoded.insert(hash)
         }

@@ -1,6 +1,7 @@
 internal import CWebProxyOpenSSL
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One TLS connection as a sans-I/O state machine over OpenSSL memory BIOs.
@@ -172,7 +173,9 @@ public final class TLSEngine {
 
     /// Hands ciphertext received from the transport to OpenSSL.
     public func feed<Bytes: Sequence<UInt8>>(_ ciphertext: Bytes) {
-        let done: Void? = ciphertext.withContiguousStorageIfAvailable { feed(UnsafeRawBufferPointer($0)) }
+        let done: Void? = ciphertext.withContiguousStorageIfAvailable {
+            feed(UnsafeRawBufferPointer($0))
+        }
         if done == nil { Array(ciphertext).withUnsafeBytes { feed($0) } }
     }
 
@@ -292,7 +295,8 @@ public final class TLSEngine {
         bytes.append(contentsOf: repeatElement(0, count: maxCount))
         let result: Result<ReadResult, TLSError> = bytes.withUnsafeMutableBytes { raw in
             do throws(TLSError) {
-                return .success(try readPlaintext(into: UnsafeMutableRawBufferPointer(rebasing: raw[start...])))
+                return .success(
+                    try readPlaintext(into: UnsafeMutableRawBufferPointer(rebasing: raw[start...])))
             } catch {
                 return .failure(error)
             }
@@ -333,7 +337,9 @@ public final class TLSEngine {
     /// Encrypts plaintext; returns how many bytes were consumed (see `write(_:)`).
     public func write<Bytes: Sequence<UInt8>>(_ plaintext: Bytes) throws(TLSError) -> Int {
         let attempt = { (raw: UnsafeRawBufferPointer) -> Result<Int, TLSError> in
-            do throws(TLSError) { return .success(try self.write(raw)) } catch { return .failure(error) }
+            do throws(TLSError) { return .success(try self.write(raw)) } catch {
+                return .failure(error)
+            }
         }
         if let result = plaintext.withContiguousStorageIfAvailable({
             attempt(UnsafeRawBufferPointer($0))
@@ -435,7 +441,9 @@ public final class TLSEngine {
                 handshakeDone ? .protocolError : .handshakeFailed,
                 "TLS with \(peer) failed: the transport ended unexpectedly", openSSLErrors: stack)
         }
-        let what = handshakeDone ? "TLS connection with \(peer) failed" : "TLS handshake with \(peer) failed"
+        let what =
+            handshakeDone
+            ? "TLS connection with \(peer) failed" : "TLS handshake with \(peer) failed"
         return TLSError(
             handshakeDone ? .protocolError : .handshakeFailed,
             reason.map { "\(what): \($0)" } ?? what, openSSLErrors: stack)
@@ -496,19 +504,24 @@ private struct VerificationFailure {
 
     func error(serverName: String, openSSLErrors: [String]) -> TLSError {
         if isPinMismatch {
-            let served = certificate.map { " (the leaf's pin-sha256 is \($0.spkiSHA256Base64))" } ?? ""
-            return TLSError(.pinMismatch, "certificate pin mismatch\(served)", openSSLErrors: openSSLErrors)
+            let served =
+                certificate.map { " (the leaf's pin-sha256 is \($0.spkiSHA256Base64))" } ?? ""
+            return TLSError(
+                .pinMismatch, "certificate pin mismatch\(served)", openSSLErrors: openSSLErrors)
         }
         switch code {
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
             let names = certificate?.names ?? []
-            let subject = names.isEmpty ? "certificate without names" : "certificate for \(names.joined(separator: ", "))"
+            let subject =
+                names.isEmpty
+                ? "certificate without names" : "certificate for \(names.joined(separator: ", "))"
             return TLSError(
                 .certificateNameMismatch, "\(subject) does not match \(serverName)",
                 openSSLErrors: openSSLErrors)
         case X509_V_ERR_CERT_HAS_EXPIRED:
             let date = certificate?.notAfterDescription ?? "an earlier date"
-            return TLSError(.certificateExpired, "certificate expired on \(date)", openSSLErrors: openSSLErrors)
+            return TLSError(
+                .certificateExpired, "certificate expired on \(date)", openSSLErrors: openSSLErrors)
         case X509_V_ERR_CERT_NOT_YET_VALID:
             let date = certificate?.notBeforeDescription ?? "a later date"
             return TLSError(
@@ -522,7 +535,9 @@ private struct VerificationFailure {
                 .untrustedIssuer, "issuer not trusted (use ca-file to trust a private CA)\(issuer)",
                 openSSLErrors: openSSLErrors)
         default:
-            let reason = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "error \(code)"
+            let reason =
+                X509_verify_cert_error_string(Int(code)).map { String(cString: $0) }
+                ?? "error \(code)"
             return TLSError(
                 .certificateInvalid, "certificate verification failed: \(reason)",
                 openSSLErrors: openSSLErrors)

@@ -1,5 +1,6 @@
 import CWebProxyOpenSSL
 import Testing
+
 @testable import WebProxyNet
 
 @Suite("TLSContext configuration")

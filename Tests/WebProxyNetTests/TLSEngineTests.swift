@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import WebProxyNet
 
 @Suite("TLSEngine in memory")
@@ -88,9 +89,8 @@ struct TLSEngineTests {
         let foreign = try fixture.otherAuthority.issueLeaf(dnsNames: [TLSFixture.relayName])
         let error = try clientFailure(serverContext: fixture.serverContext(foreign))
         #expect(error.kind == .untrustedIssuer)
-        #expect(
-            error.message
-                == "issuer not trusted (use ca-file to trust a private CA); issued by \"Other Test CA\"")
+        let expected = "issuer not trusted (use ca-file to trust a private CA)"
+        #expect(error.message == expected + "; issued by \"Other Test CA\"")
     }
 
     @Test func expiredCertificateNamesTheDate() throws {
@@ -151,12 +151,14 @@ struct TLSEngineTests {
     @Test func secondConnectionOnTheSameContextResumes() throws {
         let clientContext = try fixture.clientContext()
         let serverContext = try fixture.serverContext()
-        let (first, firstServer) = try pair(clientContext: clientContext, serverContext: serverContext)
+        let (first, firstServer) = try pair(
+            clientContext: clientContext, serverContext: serverContext)
         try completeHandshake(client: first, server: firstServer)
         #expect(try readOnce(first) == .wantRead)  // tickets
         #expect(first.isSessionResumed == false)
 
-        let (second, secondServer) = try pair(clientContext: clientContext, serverContext: serverContext)
+        let (second, secondServer) = try pair(
+            clientContext: clientContext, serverContext: serverContext)
         try completeHandshake(client: second, server: secondServer)
         #expect(second.isSessionResumed)
         #expect(secondServer.isSessionResumed)
@@ -172,7 +174,8 @@ struct TLSEngineTests {
         let leaf = try fixture.authority.issueLeaf(dnsNames: [TLSFixture.relayName, "b.example"])
         let clientContext = try fixture.clientContext()
         let serverContext = try fixture.serverContext(leaf)
-        let (first, firstServer) = try pair(clientContext: clientContext, serverContext: serverContext)
+        let (first, firstServer) = try pair(
+            clientContext: clientContext, serverContext: serverContext)
         try completeHandshake(client: first, server: firstServer)
         _ = try readOnce(first)
         let (other, otherServer) = try pair(
@@ -230,7 +233,8 @@ struct TLSEngineTests {
         let flightLength = probeServer.takeCiphertext().count
         #expect(flightLength > 100)
         for split in 1..<flightLength {
-            let (client, server) = try pair(clientContext: try fixture.clientContext(), serverContext: serverContext)
+            let (client, server) = try pair(
+                clientContext: try fixture.clientContext(), serverContext: serverContext)
             _ = try client.handshake()
             transfer(from: client, to: server)
             _ = try server.handshake()
@@ -286,11 +290,13 @@ struct TLSEngineTests {
 
     @Test func ipAddressNamesAreVerifiedWithoutSNI() throws {
         let leaf = try fixture.authority.issueLeaf(dnsNames: [], ipAddresses: ["127.0.0.1"])
-        let (client, server) = try pair(serverContext: fixture.serverContext(leaf), serverName: "127.0.0.1")
+        let (client, server) = try pair(
+            serverContext: fixture.serverContext(leaf), serverName: "127.0.0.1")
         try completeHandshake(client: client, server: server)
         #expect(client.peerCertificate?.ipAddresses == ["127.0.0.1"])
         #expect(server.requestedServerName == nil)
-        let error = try clientFailure(serverContext: fixture.serverContext(leaf), serverName: "127.0.0.2")
+        let error = try clientFailure(
+            serverContext: fixture.serverContext(leaf), serverName: "127.0.0.2")
         #expect(error.message == "certificate for 127.0.0.1 does not match 127.0.0.2")
     }
 
@@ -298,7 +304,8 @@ struct TLSEngineTests {
         let foreign = try fixture.otherAuthority.issueLeaf(dnsNames: ["other.example"])
         let context = try TLSContext(
             client: TLSConfiguration.Client(insecureSkipVerificationForTesting: true))
-        let (client, server) = try pair(clientContext: context, serverContext: fixture.serverContext(foreign))
+        let (client, server) = try pair(
+            clientContext: context, serverContext: fixture.serverContext(foreign))
         try completeHandshake(client: client, server: server)
         #expect(client.peerCertificate?.subjectCommonName == "other.example")
     }

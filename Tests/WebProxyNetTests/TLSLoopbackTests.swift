@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import WebProxyNet
 
 /// A socket failure in the loopback test harness.
@@ -36,12 +37,16 @@ private final class BlockingTLSConnection {
 
     /// Feeds one `recv` worth of ciphertext (or the end of file) to the engine.
     func receive() throws {
-        let count = receiveBuffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        let count = receiveBuffer.withUnsafeMutableBytes {
+            recv(socket, $0.baseAddress, $0.count, 0)
+        }
         guard count >= 0 else { throw SocketFailure("recv") }
         if count == 0 {
             engine.feedEOF()
         } else {
-            receiveBuffer.withUnsafeBytes { engine.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            receiveBuffer.withUnsafeBytes {
+                engine.feed(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+            }
         }
     }
 
@@ -160,20 +165,22 @@ struct TLSLoopbackTests {
             try connection.flush()
             return (received.bytes.count, end)
         }
-        let clientSide: (reply: [UInt8], alpn: String?, end: TLSEngine.ReadResult?) = try await onThread {
-            let socket = try connectToLoopback(port: port)
-            limitReceiveTime(socket)
-            let connection = BlockingTLSConnection(
-                socket: socket,
-                engine: try TLSEngine(clientContext: clientContext, serverName: TLSFixture.relayName))
-            try connection.handshake()
-            try connection.writeAll(request)
-            let reply = try connection.read(upTo: request.count)
-            #expect(try connection.engine.shutdown() == false)
-            try connection.flush()
-            let end = try connection.read(upTo: 1).end
-            return (reply.bytes, connection.engine.negotiatedALPN, end)
-        }
+        let clientSide: (reply: [UInt8], alpn: String?, end: TLSEngine.ReadResult?) =
+            try await onThread {
+                let socket = try connectToLoopback(port: port)
+                limitReceiveTime(socket)
+                let connection = BlockingTLSConnection(
+                    socket: socket,
+                    engine: try TLSEngine(
+                        clientContext: clientContext, serverName: TLSFixture.relayName))
+                try connection.handshake()
+                try connection.writeAll(request)
+                let reply = try connection.read(upTo: request.count)
+                #expect(try connection.engine.shutdown() == false)
+                try connection.flush()
+                let end = try connection.read(upTo: 1).end
+                return (reply.bytes, connection.engine.negotiatedALPN, end)
+            }
         let server = try await serverSide
         #expect(server.echoed == request.count)
         #expect(server.end == .eof(clean: true))
@@ -204,7 +211,8 @@ struct TLSLoopbackTests {
             limitReceiveTime(socket)
             let connection = BlockingTLSConnection(
                 socket: socket,
-                engine: try TLSEngine(clientContext: clientContext, serverName: TLSFixture.relayName))
+                engine: try TLSEngine(
+                    clientContext: clientContext, serverName: TLSFixture.relayName))
             try connection.handshake()
             return try connection.read(upTo: 10_000)
         }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import WebProxyNet
 
 /// Certificates shared by the TLS tests: one trusted authority, one the client never trusts.
@@ -53,7 +54,9 @@ func completeHandshake(client: TLSEngine, server: TLSEngine) throws(TLSError) {
 }
 
 /// Reads plaintext until OpenSSL wants more ciphertext or the stream ends.
-func readAvailable(_ engine: TLSEngine) throws(TLSError) -> (bytes: [UInt8], end: TLSEngine.ReadResult) {
+func readAvailable(_ engine: TLSEngine) throws(TLSError) -> (
+    bytes: [UInt8], end: TLSEngine.ReadResult
+) {
     var bytes: [UInt8] = []
     while true {
         let result = try engine.readPlaintext(into: &bytes, maxCount: 64 * 1024)

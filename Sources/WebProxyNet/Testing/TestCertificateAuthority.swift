@@ -1,6 +1,7 @@
 internal import CWebProxyOpenSSL
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A throwaway certificate authority for tests, the test relay and demos. NOT for production:
@@ -31,11 +32,14 @@ public final class TestCertificateAuthority {
 
         /// Server settings that present this certificate.
         public var serverConfiguration: TLSConfiguration.Server {
-            TLSConfiguration.Server(certificateChainPEM: certificatePEM, privateKeyPEM: privateKeyPEM)
+            TLSConfiguration.Server(
+                certificateChainPEM: certificatePEM, privateKeyPEM: privateKeyPEM)
         }
 
         // Even a test key stays out of logs and failure messages.
-        public var description: String { "IssuedCertificate(pin: \(spkiPin), privateKey: <redacted>)" }
+        public var description: String {
+            "IssuedCertificate(pin: \(spkiPin), privateKey: <redacted>)"
+        }
     }
 
     /// The authority's commonName.
@@ -161,11 +165,14 @@ public final class TestCertificateAuthority {
             && ASN1_TIME_set(X509_getm_notBefore(certificate), time_t(notBefore)) != nil
             && ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(notAfter)) != nil
             && X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, commonName, -1, -1, 0) == 1
-            && X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0) } ?? subject) == 1
+            && X509_set_issuer_name(
+                certificate, issuer.map { X509_get_subject_name($0) } ?? subject) == 1
         if built {
             serial[0] &= 0x7f  // a positive serial number
             let number = BN_bin2bn(serial, Int32(serial.count), nil)
-            built = number != nil && BN_to_ASN1_INTEGER(number, X509_get_serialNumber(certificate)) != nil
+            built =
+                number != nil
+                && BN_to_ASN1_INTEGER(number, X509_get_serialNumber(certificate)) != nil
             BN_free(number)
         }
         if built {
