@@ -222,27 +222,25 @@ struct TLSEngineTests {
     }
 
     @Test func handshakeSurvivesEverySplitOfTheServerFlight() throws {
-        // The server's first flight, fed to fresh clients split at every point.
+        // The server's first flight (ServerHello to Finished), fed to a fresh client split at
+        // each point in turn. ECDSA signatures vary by a byte or two, so every pair reads its
+        // own flight's length.
         let serverContext = try fixture.serverContext()
-        let clientContext = try fixture.clientContext()
-        let probe = try TLSEngine(clientContext: clientContext, serverName: TLSFixture.relayName)
-        let probeServer = try TLSEngine(serverContext: serverContext)
-        _ = try probe.handshake()
-        probeServer.feed(probe.takeCiphertext())
-        _ = try probeServer.handshake()
-        let flightLength = probeServer.takeCiphertext().count
-        #expect(flightLength > 100)
-        for split in 1..<flightLength {
+        var split = 1
+        while true {
             let (client, server) = try pair(
                 clientContext: try fixture.clientContext(), serverContext: serverContext)
             _ = try client.handshake()
             transfer(from: client, to: server)
             _ = try server.handshake()
             let flight = server.takeCiphertext()
+            #expect(flight.count > 100)
+            guard split < flight.count else { break }
             client.feed(flight[..<split])
             #expect(try client.handshake() == .wantRead)
             client.feed(flight[split...])
             #expect(try client.handshake() == .complete)
+            split += 1
         }
     }
 
