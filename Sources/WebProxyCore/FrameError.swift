@@ -31,35 +31,45 @@ public struct FrameError: Error, Hashable, Sendable, CustomStringConvertible {
 
     private init(_ code: Code) { self.code = code }
 
+    /// See `Code.unknownType`.
     public static func unknownType(_ type: UInt8) -> FrameError { FrameError(.unknownType(type)) }
 
+    /// See `Code.wrongDirection`.
     public static func wrongDirection(_ type: FrameType) -> FrameError {
         FrameError(.wrongDirection(type))
     }
 
+    /// See `Code.wrongStream`.
     public static func wrongStream(_ type: FrameType, stream: StreamID) -> FrameError {
         FrameError(.wrongStream(type, stream: stream))
     }
 
+    /// See `Code.badPayload`.
     public static func badPayload(_ type: FrameType, length: Int) -> FrameError {
         FrameError(.badPayload(type, length: length))
     }
 
+    /// See `Code.zeroWindow`.
     public static func zeroWindow(stream: StreamID) -> FrameError {
         FrameError(.zeroWindow(stream: stream))
     }
 
+    /// See `Code.payloadTooLarge`.
     public static func payloadTooLarge(length: Int) -> FrameError {
         FrameError(.payloadTooLarge(length: length))
     }
 
+    /// See `Code.truncated`.
     public static func truncated(bufferedBytes: Int) -> FrameError {
         FrameError(.truncated(bufferedBytes: bufferedBytes))
     }
 
+    /// See `Code.tooManyFrames`.
     public static let tooManyFrames = FrameError(.tooManyFrames)
+    /// See `Code.emptyBatch`.
     public static let emptyBatch = FrameError(.emptyBatch)
 
+    /// The problem in words, with the frame type and stream where known; never payload bytes.
     public var description: String {
         switch code {
         case .unknownType(let type):

@@ -14,7 +14,7 @@ import WebProxyCore
     #if DEBUG
         static let batches = 30_000
     #else
-        static let batches = 300_000
+        static let batches = 200_000
     #endif
 
     @Test(arguments: [
