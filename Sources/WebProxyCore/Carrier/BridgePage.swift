@@ -52,7 +52,8 @@ public struct BridgePage: Hashable, Sendable, CustomStringConvertible {
         case 404:
             return .fatal(
                 CarrierError.unexpectedStatus.detailed(
-                    "the relay refused the bridge request (404): the secret does not fit this host or path, or the relay hit its bootstrap limits"))
+                    "the relay refused the bridge request (404): the secret does not fit this host or path, or the relay hit its bootstrap limits"
+                ))
         default:
             return .unexpected(response, operation: "the bridge request")
         }
@@ -85,7 +86,8 @@ public struct BridgePage: Hashable, Sendable, CustomStringConvertible {
             throw malformed("its bootstrap is not a 43-character canonical base64url token")
         }
         guard let carrierMode = CarrierMode(rawValue: mode) else {
-            let shown = mode.utf8.count <= 32 && mode.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x61...0x7A).contains($0) }
+            let shown =
+                mode.utf8.count <= 32 && mode.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x61...0x7A).contains($0) }
             throw malformed("it names an unsupported carrier mode" + (shown ? " \"\(mode)\"" : ""))
         }
         return BridgePage(

@@ -39,7 +39,8 @@ public struct CarrierError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The answer to the bridge request holds no tproxy v1 session data.
     public static let notATproxyRelay = CarrierError(
-        .notATproxyRelay, "the bridge page holds no session bootstrap: wrong secret or host, or not a WEB relay (tproxy v1)")
+        .notATproxyRelay,
+        "the bridge page holds no session bootstrap: wrong secret or host, or not a WEB relay (tproxy v1)")
     /// The bridge page has the session data statement, but a value in it is unusable.
     public static let malformedBridgePage = CarrierError(.malformedBridgePage, "malformed bridge page")
     /// The relay answered with a status the protocol does not allow here.

@@ -53,7 +53,8 @@ public struct DownlinkCursor: Sendable {
     public mutating func judge(_ response: CarrierResponse) -> ResponseVerdict<DownlinkEvent> {
         guard state == .polling else {
             return .fatal(
-                CarrierError.unexpectedResponse.detailed("a /down answer arrived for \(channel.name) with no poll in flight"))
+                CarrierError.unexpectedResponse.detailed(
+                    "a /down answer arrived for \(channel.name) with no poll in flight"))
         }
         let verdict: ResponseVerdict<DownlinkEvent>
         do {

@@ -51,7 +51,8 @@ public struct LaneTable: Sendable {
     public mutating func nextUplinkRequest(lane: StreamID, body: [UInt8]) throws(CarrierError) -> CarrierRequest? {
         if lanes[lane] == nil {
             guard body.starts(with: Frame.open(stream: lane).encoded), !lane.isSession else {
-                throw CarrierError.laneNotOpened.detailed("the first uplink body of lane \(lane) does not begin with OPEN(\(lane))")
+                throw CarrierError.laneNotOpened.detailed(
+                    "the first uplink body of lane \(lane) does not begin with OPEN(\(lane))")
             }
             guard liveLaneCount < LaneTable.maxLiveLanes else {
                 throw CarrierError.laneLimitReached.detailed(
@@ -109,7 +110,8 @@ public struct LaneTable: Sendable {
 
     private func makeLane(_ lane: StreamID, opened: Bool) -> Lane {
         let channel = CarrierChannel(api: api, session: session, lane: lane)
-        return Lane(uplink: UplinkSequencer(channel: channel), downlink: DownlinkCursor(channel: channel), opened: opened)
+        return Lane(
+            uplink: UplinkSequencer(channel: channel), downlink: DownlinkCursor(channel: channel), opened: opened)
     }
 
     /// Writes `entry` back, or forgets the lane once it is closed and nothing is in flight.

@@ -55,7 +55,8 @@ public struct RequestRetry<Instant: InstantProtocol>: Sendable where Instant.Dur
         guard firstAttempt.duration(to: now) + wait <= policy.operationBudget else {
             return .giveUp(
                 CarrierError.retryBudgetExhausted.detailed(
-                    "the relay did not take the request within its \(policy.operationBudget.components.seconds) s retry budget"))
+                    "the relay did not take the request within its \(policy.operationBudget.components.seconds) s retry budget"
+                ))
         }
         return .retry(after: wait)
     }

@@ -22,7 +22,8 @@ extension ResponseVerdict {
         case 404:
             return .fatal(
                 CarrierError.unexpectedStatus.detailed(
-                    "the relay answered \(operation) with 404: the session or bootstrap is gone or the request was refused"))
+                    "the relay answered \(operation) with 404: the session or bootstrap is gone or the request was refused"
+                ))
         default:
             return .fatal(
                 CarrierError.unexpectedStatus.detailed("the relay answered \(operation) with HTTP \(response.status)"))

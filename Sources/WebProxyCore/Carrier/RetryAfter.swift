@@ -38,7 +38,9 @@ public enum RetryAfter: Hashable, Sendable {
 /// IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
 enum IMFFixdate {
     private static let dayNames = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// Seconds since the Unix epoch, or nil when `bytes` is not a valid IMF-fixdate.
     static func unixSeconds(_ bytes: [UInt8]) -> Int64? {

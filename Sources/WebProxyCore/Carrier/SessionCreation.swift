@@ -26,7 +26,8 @@ public struct SessionCreation: Sendable {
                         "the relay created a session without a valid X-Session-Token"))
             }
             guard let modeText = try response.singleHeader("X-Carrier-Mode") else {
-                return .fatal(CarrierError.malformedResponse.detailed("the relay created a session without X-Carrier-Mode"))
+                return .fatal(
+                    CarrierError.malformedResponse.detailed("the relay created a session without X-Carrier-Mode"))
             }
             guard let mode = CarrierMode(rawValue: modeText), mode == expectedMode else {
                 let named = CarrierMode(rawValue: modeText).map(\.rawValue) ?? "an unknown mode"

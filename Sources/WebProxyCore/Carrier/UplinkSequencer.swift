@@ -34,13 +34,17 @@ public struct UplinkSequencer: Sendable {
     /// 503 leaves it in flight for a retry; anything else ends the session.
     public mutating func judge(_ response: CarrierResponse) -> ResponseVerdict<UInt64> {
         guard inFlight != nil else {
-            return .fatal(CarrierError.unexpectedResponse.detailed("an /up answer arrived for \(channel.name) with no /up in flight"))
+            return .fatal(
+                CarrierError.unexpectedResponse.detailed(
+                    "an /up answer arrived for \(channel.name) with no /up in flight"))
         }
         guard response.status == 204 else { return .unexpected(response, operation: "/up on \(channel.name)") }
         let sequence = nextSequence
         do {
             guard let ack = try response.singleHeader("X-Up-Ack") else {
-                return .fatal(CarrierError.malformedResponse.detailed("/up \(sequence) on \(channel.name) was answered without X-Up-Ack"))
+                return .fatal(
+                    CarrierError.malformedResponse.detailed(
+                        "/up \(sequence) on \(channel.name) was answered without X-Up-Ack"))
             }
             guard CanonicalDecimal.parse(ack) == sequence else {
                 return .fatal(
