@@ -53,7 +53,8 @@ public final class TCPListener {
             throw error
         }
         // The handler needs the listener and the listener needs the token: bridge with a box.
-        final class Box { weak var listener: TCPListener? }
+        // The registration keeps the listener alive until `close()` or the loop stops.
+        final class Box { var listener: TCPListener? }
         let box = Box()
         let token: UInt64
         do {
