@@ -83,11 +83,6 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The same address with another port.
-    public func withPort(_ port: UInt16) -> SocketAddress {
-        SocketAddress(host: host, port: port)
-    }
-
     /// The address without the port, as `inet_ntop` writes it (no brackets).
     public var ipAddress: String {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { text in

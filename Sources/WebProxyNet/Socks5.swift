@@ -38,19 +38,13 @@ public struct Socks5Handshake: ProxyHandshake {
             break
         }
         buffer.append(contentsOf: bytes)
-        var output: [UInt8] = []
-        while true {
-            let step = advance()
-            switch step {
-            case .send(let bytes):
-                output += bytes
-            case .needMore:
-                return output.isEmpty ? .needMore : .send(output)
-            case .established, .failed:
-                // Nothing is sent together with the end of the handshake.
-                return step
-            }
+        let step = advance()
+        // Each proxy message answers one of ours, so nothing may follow a message that
+        // calls for our next one.
+        if case .send = step, !buffer.isEmpty {
+            return fail("proxy sent bytes before our request")
         }
+        return step
     }
 
     /// Consumes one message from `buffer` if it is complete.
@@ -59,7 +53,7 @@ public struct Socks5Handshake: ProxyHandshake {
         case .awaitingMethod:
             guard buffer.count >= 2 else { return versionCheck(expected: [5]) }
             let method = buffer[1]
-            guard buffer[0] == 5 else { return fail("proxy is not SOCKS5 (version \(buffer[0]))") }
+            guard buffer[0] == 5 else { return versionCheck(expected: [5]) }
             buffer.removeFirst(2)
             switch method {
             case 0:
@@ -75,24 +69,24 @@ public struct Socks5Handshake: ProxyHandshake {
             }
         case .awaitingAuthentication:
             // RFC 1929 says version 1; some servers answer 5. Both are read the same way.
-            guard buffer.count >= 2 else { return versionCheck(expected: [1, 5]) }
-            guard buffer[0] == 1 || buffer[0] == 5 else {
-                return fail("malformed authentication reply (version \(buffer[0]))")
+            guard buffer.count >= 2, buffer[0] == 1 || buffer[0] == 5 else {
+                return versionCheck(expected: [1, 5])
             }
             guard buffer[1] == 0 else { return fail("proxy rejected the username or password") }
             buffer.removeFirst(2)
             phase = .awaitingReply
             return .send(connectRequest())
         case .awaitingReply:
-            guard buffer.count >= 2 else { return versionCheck(expected: [5]) }
-            guard buffer[0] == 5 else { return fail("malformed reply (version \(buffer[0]))") }
+            guard buffer.count >= 2, buffer[0] == 5 else { return versionCheck(expected: [5]) }
             guard buffer[1] == 0 else { return fail(Self.replyMessage(buffer[1])) }
-            guard buffer.count >= 5 else { return .needMore }
+            guard buffer.count >= 4 else { return .needMore }
             let addressLength: Int
             switch buffer[3] {
             case 1: addressLength = 4
             case 4: addressLength = 16
-            case 3: addressLength = 1 + Int(buffer[4])
+            case 3:
+                guard buffer.count >= 5 else { return .needMore }
+                addressLength = 1 + Int(buffer[4])
             default: return fail("reply has unknown address type \(buffer[3])")
             }
             let replyLength = 4 + addressLength + 2
@@ -106,12 +100,13 @@ public struct Socks5Handshake: ProxyHandshake {
         }
     }
 
-    /// With a single byte buffered, fails early if it is not a version byte we accept.
+    /// Fails as soon as the first byte of a message is not a version we accept.
     private mutating func versionCheck(expected: [UInt8]) -> ProxyHandshakeStep {
-        if let first = buffer.first, !expected.contains(first) {
-            return fail("proxy is not SOCKS5 (version \(first))")
+        guard let first = buffer.first, !expected.contains(first) else { return .needMore }
+        if phase == .awaitingAuthentication {
+            return fail("malformed authentication reply (version \(first))")
         }
-        return .needMore
+        return fail("proxy is not SOCKS5 (version \(first))")
     }
 
     private func authenticationRequest() -> [UInt8] {
