@@ -16,23 +16,24 @@ import Synchronization
 /// ```swift
 /// try ProcessSignal.prepareProcess()            // in main, before any thread starts
 /// let loop = try EventLoop(name: "net")
+/// let resolver = try Resolver()
 /// loop.execute {
 ///     do {
-///         let listener = try TCPListener.listen(
-///             on: .loopbackIPv4(port: 0), loop: loop,
-///             accepted: { connection in connection.delegate = Echo() })
-///         print("listening on", listener.localAddress)
-///         try loop.watchSignals([.terminate, .interrupt]) { _ in loop.stop() }
-///         _ = TCPConnection.connect(
-///             to: listener.localAddress, on: loop, timeout: .seconds(5)
-///         ) { result in
-///             if case .success(let connection) = result { _ = connection.write([1, 2, 3]) }
+///         let listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+///             connection.delegate = MyStreamHandler()   // reading starts once a delegate is set
 ///         }
+///         try loop.watchSignals(ProcessSignal.daemonSignals) { _ in loop.stop() }
+///         _ = TCPConnection.connect(to: listener.localAddress, on: loop, timeout: .seconds(5)) { result in
+///             if case .success(let connection) = result { try? connection.write([1, 2, 3]) }
+///         }
+///         // By name, with Happy Eyeballs and an optional upstream proxy:
+///         _ = Dialer(proxy: nil).dial(DialTarget("relay.example.com:443")!, on: loop, resolver: resolver) { _ in }
 ///     } catch {
 ///         loop.stop()
 ///     }
 /// }
-/// loop.waitUntilStopped()                       // stop() closed every descriptor
+/// loop.waitUntilStopped()                       // stop() closed every descriptor the loop owned
+/// resolver.shutdown()
 /// ```
 ///
 /// `@unchecked Sendable` because the class is shared across threads only through `execute`,

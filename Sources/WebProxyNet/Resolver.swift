@@ -18,7 +18,9 @@ public final class Resolver: @unchecked Sendable {
 
     /// Starts the worker thread.
     public init(name: String = "resolver") throws(NetError) {
-        _ = try Syscall.spawnThread(name: name) { [self] in work() }
+        let thread = try Syscall.spawnThread(name: name) { [self] in work() }
+        // Nobody joins the worker: it ends by itself after `shutdown()`.
+        pthread_detach(thread)
     }
 
     /// Resolves `host` to TCP addresses for `port`, in getaddrinfo's order without duplicates.

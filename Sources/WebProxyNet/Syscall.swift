@@ -137,7 +137,7 @@ enum Syscall {
 }
 
 extension Syscall {
-    /// Starts a detached-by-join POSIX thread named `name` running `body`. Used for event loops
+    /// Starts a POSIX thread named `name` running `body`. Used for event loops
     /// and the resolver worker, which must not run on the Swift cooperative pool.
     static func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetError) -> pthread_t {
         let start = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
