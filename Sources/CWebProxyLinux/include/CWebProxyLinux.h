@@ -1,4 +1,13 @@
 // Linux system calls that Glibc does not export to Swift. Built with _GNU_SOURCE.
+//
+// Why each wrapper exists:
+// - epoll/eventfd/timerfd/signalfd flags are C enums or macros whose imported types differ
+//   between headers (and once broke only in release builds), so they are re-exported here as
+//   plain `int`/`uint32_t` constants.
+// - `struct epoll_event` is packed on x86_64; reading its union through the wrappers below
+//   keeps Swift from touching a misaligned field.
+// - `SIG_IGN`, `sigset_t` manipulation and `strerror_r` (GNU flavour) are macros or have
+//   two prototypes; small functions give Swift one clear signature.
 #ifndef CWEBPROXY_LINUX_H
 #define CWEBPROXY_LINUX_H
 
@@ -11,5 +20,90 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stddef.h>
+
+// MARK: constants
+
+static const uint32_t CWPL_EPOLLIN = EPOLLIN;
+static const uint32_t CWPL_EPOLLOUT = EPOLLOUT;
+static const uint32_t CWPL_EPOLLERR = EPOLLERR;
+static const uint32_t CWPL_EPOLLHUP = EPOLLHUP;
+static const uint32_t CWPL_EPOLLRDHUP = EPOLLRDHUP;
+static const int CWPL_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
+static const int CWPL_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
+static const int CWPL_EPOLL_CTL_DEL = EPOLL_CTL_DEL;
+
+static const int CWPL_SOCK_STREAM = SOCK_STREAM;
+static const int CWPL_SOCK_NONBLOCK = SOCK_NONBLOCK;
+static const int CWPL_SOCK_CLOEXEC = SOCK_CLOEXEC;
+static const int CWPL_MSG_NOSIGNAL = MSG_NOSIGNAL;
+static const int CWPL_IPPROTO_TCP = IPPROTO_TCP;
+static const int CWPL_TCP_NODELAY = TCP_NODELAY;
+static const int CWPL_SHUT_WR = SHUT_WR;
+
+// MARK: epoll
+
+/// Creates a close-on-exec epoll instance.
+int cwpl_epoll_create(void);
+/// Adds, modifies or deletes `fd` with `events`, tagging it with `token`.
+int cwpl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
+/// Allocates room for `count` events (free with `cwpl_epoll_events_free`).
+struct epoll_event *cwpl_epoll_events_alloc(int count);
+void cwpl_epoll_events_free(struct epoll_event *events);
+/// Waits like `epoll_wait`; `timeout_ms` of -1 blocks.
+int cwpl_epoll_wait(int epfd, struct epoll_event *events, int count, int timeout_ms);
+/// The token and event mask of `events[index]`.
+uint64_t cwpl_epoll_event_token(const struct epoll_event *events, int index);
+uint32_t cwpl_epoll_event_mask(const struct epoll_event *events, int index);
+
+// MARK: eventfd, timerfd
+
+/// A non-blocking, close-on-exec eventfd starting at zero.
+int cwpl_eventfd_create(void);
+/// A non-blocking, close-on-exec CLOCK_MONOTONIC timerfd.
+int cwpl_timerfd_create(void);
+/// Arms `fd` to fire once at the absolute CLOCK_MONOTONIC time `deadline_ns`; 0 disarms.
+int cwpl_timerfd_arm(int fd, uint64_t deadline_ns);
+/// CLOCK_MONOTONIC now, in nanoseconds.
+uint64_t cwpl_monotonic_now_ns(void);
+
+// MARK: signals
+
+/// Blocks `signals[0..<count]` in the calling thread's mask (threads created later inherit it).
+int cwpl_block_signals(const int *signals, int count);
+/// A non-blocking, close-on-exec signalfd for `signals[0..<count]`.
+int cwpl_signalfd_create(const int *signals, int count);
+/// Reads one `signalfd_siginfo`; returns the signal number, 0 when none is pending, -1 on error.
+int cwpl_signalfd_read(int fd);
+/// Sets SIGPIPE's disposition to ignore for the whole process.
+int cwpl_ignore_sigpipe(void);
+/// Sends `signal` to the calling thread only.
+int cwpl_raise_in_thread(int signal);
+
+// MARK: sockets
+
+/// `accept4` with SOCK_NONBLOCK | SOCK_CLOEXEC.
+int cwpl_accept(int fd, struct sockaddr_storage *address, socklen_t *length);
+/// A non-blocking, close-on-exec TCP socket of `family`.
+int cwpl_tcp_socket(int family);
+/// Reads and clears SO_ERROR; returns -1 if getsockopt itself failed.
+int cwpl_socket_error(int fd, int *error);
+/// Sets an integer socket option.
+int cwpl_setsockopt_int(int fd, int level, int name, int value);
+/// SO_LINGER on with a zero timeout: the next close sends RST.
+int cwpl_set_linger_zero(int fd);
+/// `sendmsg` of `count` buffers with MSG_NOSIGNAL (writev that cannot raise SIGPIPE).
+ssize_t cwpl_sendv(int fd, const struct iovec *iov, int count);
+
+// MARK: threads
+
+/// Names the calling thread (truncated to 15 bytes) for ps/top/gdb.
+void cwpl_set_thread_name(const char *name);
+
+// MARK: errors
+
+/// The strerror text for `error` (thread-safe; `buffer` may be unused).
+const char *cwpl_strerror(int error, char *buffer, size_t length);
 
 #endif

@@ -1,0 +1,517 @@
+import Glibc
+internal import CWebProxyLinux
+
+/// Receives a `TCPConnection`'s events on its loop thread.
+public protocol TCPConnectionDelegate: AnyObject {
+    /// Bytes arrived (at most `EventLoop.readChunkSize`). The buffer is reused by the loop:
+    /// it is valid only during this call, so copy what you keep.
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
+    /// The peer finished sending (EOF). The connection can still write; close or
+    /// `shutdownWrite()` when done. Default: nothing.
+    func connectionDidReadEOF(_ connection: TCPConnection)
+    /// The write queue fell to the low watermark after a write took it past the high one.
+    /// Default: nothing.
+    func connectionDidBecomeWritable(_ connection: TCPConnection)
+    /// The last call: `nil` after `close()`, `abort()` or both directions finished, an error
+    /// if the connection failed. The connection releases its delegate after this.
+    func connection(_ connection: TCPConnection, didCloseWith error: NetError?)
+}
+
+extension TCPConnectionDelegate {
+    public func connectionDidReadEOF(_ connection: TCPConnection) {}
+    public func connectionDidBecomeWritable(_ connection: TCPConnection) {}
+}
+
+/// A non-blocking TCP byte stream owned by one `EventLoop`; use it only on that loop's thread.
+///
+/// Reads go to the delegate in chunks from the loop's reused buffer, and only while a delegate
+/// is set and reading is not paused (so a connection handed between owners loses nothing).
+/// Writes are sent at once when possible; the rest is queued (bounded by `writeQueueLimit`)
+/// and flushed with vectored `sendmsg` when the socket becomes writable.
+public final class TCPConnection {
+    /// Watermarks and limits of the write queue, in bytes.
+    public struct WriteLimits: Hashable, Sendable {
+        /// `isWritable` turns false at or above this many queued bytes.
+        public var highWatermark: Int
+        /// `connectionDidBecomeWritable` fires when the queue drains to this many bytes.
+        public var lowWatermark: Int
+        /// `write` refuses bytes that would take the queue past this.
+        public var limit: Int
+
+        public init(highWatermark: Int, lowWatermark: Int, limit: Int) {
+            self.highWatermark = highWatermark
+            self.lowWatermark = lowWatermark
+            self.limit = limit
+        }
+
+        /// 256 KiB high, 64 KiB low, 4 MiB limit.
+        public static let `default` = WriteLimits(
+            highWatermark: 256 * 1024, lowWatermark: 64 * 1024, limit: 4 * 1024 * 1024)
+    }
+
+    private enum State {
+        case connecting(completion: (Result<TCPConnection, NetError>) -> Void, timeout: TimerID?)
+        case open
+        case closed
+    }
+
+    /// The loop that owns the socket.
+    public let loop: EventLoop
+    /// Receives reads, EOF, writability and the close. Setting it may start reading.
+    public var delegate: (any TCPConnectionDelegate)? {
+        didSet { updateInterest() }
+    }
+    /// The write queue's bounds.
+    public var writeLimits = WriteLimits.default
+    /// The address this side is bound to (known once connected).
+    public private(set) var localAddress: SocketAddress?
+    /// The peer's address.
+    public let remoteAddress: SocketAddress
+
+    private var state: State
+    private var token: UInt64 = 0
+    private let fd: Int32
+    private var readPaused = false
+    private var readEOF = false
+    private var writeShutdownRequested = false
+    private var writeShutDown = false
+    private var closeRequested = false
+    private var owesWritableNotice = false
+    /// Bytes pushed back by a handshake, delivered before the next read.
+    private var unread: [UInt8] = []
+    private var unreadDeliveryScheduled = false
+    private var queue = WriteQueue()
+
+    private init(loop: EventLoop, fd: Int32, remote: SocketAddress, state: State) {
+        self.loop = loop
+        self.fd = fd
+        self.remoteAddress = remote
+        self.state = state
+    }
+
+    deinit {
+        queue.removeAll()
+    }
+
+    // MARK: creating
+
+    /// Wraps a socket the listener accepted and registers it with `loop`.
+    static func accepted(fd: Int32, remote: SocketAddress, on loop: EventLoop) throws(NetError) -> TCPConnection {
+        try? Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+        let connection = TCPConnection(loop: loop, fd: fd, remote: remote, state: .open)
+        connection.localAddress = try? Syscall.localAddress(fd)
+        do {
+            connection.token = try loop.register(fd: fd, interest: []) { [connection] in
+                connection.handle($0)
+            }
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        return connection
+    }
+
+    /// Connects to `address` with TCP_NODELAY. `completion` runs once on the loop, never
+    /// before this returns: with the open connection, or an error (`.timedOut` after
+    /// `timeout`). Cancelling the returned attempt closes the socket and drops the completion.
+    public static func connect(
+        to address: SocketAddress, on loop: EventLoop, timeout: Duration,
+        completion: @escaping (Result<TCPConnection, NetError>) -> Void
+    ) -> ConnectAttempt {
+        loop.assertInEventLoop()
+        let attempt = ConnectAttempt()
+        let fd: Int32
+        do {
+            fd = try Syscall.tcpSocket(address.addressFamily)
+        } catch {
+            loop.scheduleTimer(after: .zero) { [attempt] in
+                if !attempt.isCancelled { completion(.failure(error)) }
+            }
+            return attempt
+        }
+        let connection = TCPConnection(
+            loop: loop, fd: fd, remote: address, state: .connecting(completion: completion, timeout: nil))
+        attempt.connection = connection
+        do {
+            try Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+            connection.token = try loop.register(fd: fd, interest: .writable) { [connection] in
+                connection.handle($0)
+            }
+        } catch {
+            Syscall.close(fd)
+            connection.state = .closed
+            loop.scheduleTimer(after: .zero) { [attempt] in
+                if !attempt.isCancelled { completion(.failure(error)) }
+            }
+            return attempt
+        }
+        let timer = loop.scheduleTimer(after: timeout) { [connection] in
+            connection.finishConnect(.failure(NetError(.timedOut, call: "connect", message: "connect timed out")))
+        }
+        connection.state = .connecting(completion: completion, timeout: timer)
+        do {
+            if try Syscall.connect(fd, to: address) {
+                // Connected at once (loopback can): report on the next iteration, not re-entrantly.
+                loop.scheduleTimer(after: .zero) { [connection] in connection.finishConnect(.success(())) }
+            }
+        } catch {
+            loop.scheduleTimer(after: .zero) { [connection] in connection.finishConnect(.failure(error)) }
+        }
+        return attempt
+    }
+
+    // MARK: public operations
+
+    /// True while the write queue is below the high watermark.
+    public var isWritable: Bool { queue.byteCount < writeLimits.highWatermark }
+
+    /// Bytes queued and not yet accepted by the kernel.
+    public var queuedWriteBytes: Int { queue.byteCount }
+
+    /// False once closed or failed.
+    public var isOpen: Bool {
+        if case .open = state { true } else { false }
+    }
+
+    /// Sends `bytes`, queueing what the kernel does not take now. Throws `.closed` after a
+    /// close or shutdownWrite, `.writeBufferFull` (queueing nothing) past `writeLimits.limit`.
+    /// A send failure closes the connection and is reported through the delegate.
+    public func write(_ bytes: [UInt8]) throws(NetError) {
+        loop.assertInEventLoop()
+        guard case .open = state, !writeShutdownRequested, !closeRequested else {
+            throw NetError(.closed, call: "write", message: "connection is closed for writing")
+        }
+        guard !bytes.isEmpty else { return }
+        guard bytes.count <= writeLimits.limit - queue.byteCount else {
+            throw NetError(.writeBufferFull, call: "write", message: "write queue limit reached")
+        }
+        var offset = 0
+        if queue.isEmpty {
+            let outcome = bytes.withUnsafeBytes { raw in
+                var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)
+                return withUnsafePointer(to: &vector) { pointer in
+                    Result { () throws(NetError) -> IOResult in
+                        try Syscall.sendv(fd, UnsafeBufferPointer(start: pointer, count: 1))
+                    }
+                }
+            }
+            let result: IOResult
+            switch outcome {
+            case .success(let value):
+                result = value
+            case .failure(let error):
+                closeNow(error)
+                return
+            }
+            if case .processed(let written) = result { offset = written }
+            if offset == bytes.count { return }
+        }
+        bytes.withUnsafeBytes { queue.append(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+        if queue.byteCount >= writeLimits.highWatermark { owesWritableNotice = true }
+        updateInterest()
+    }
+
+    /// Stops delivering reads (backpressure) until `resumeReading()`.
+    public func pauseReading() {
+        loop.assertInEventLoop()
+        readPaused = true
+        updateInterest()
+    }
+
+    /// Delivers reads again after `pauseReading()`.
+    public func resumeReading() {
+        loop.assertInEventLoop()
+        readPaused = false
+        updateInterest()
+    }
+
+    /// True while reading is paused by `pauseReading()`.
+    public var isReadingPaused: Bool { readPaused }
+
+    /// Half-closes: sends FIN after the queued bytes. Reading continues; the connection closes
+    /// by itself once the peer's EOF has also been read.
+    public func shutdownWrite() {
+        loop.assertInEventLoop()
+        guard case .open = state, !writeShutdownRequested else { return }
+        writeShutdownRequested = true
+        flushIfPossible()
+    }
+
+    /// Closes gracefully: stops reading, sends the queued bytes, then closes (FIN).
+    public func close() {
+        loop.assertInEventLoop()
+        guard case .open = state, !closeRequested else { return }
+        closeRequested = true
+        if queue.isEmpty { closeNow(nil) } else { updateInterest() }
+    }
+
+    /// Closes at once with SO_LINGER 0: queued bytes are dropped and the peer gets RST.
+    public func abort() {
+        loop.assertInEventLoop()
+        guard case .open = state else { return }
+        try? Syscall.setLingerZero(fd)
+        closeNow(nil)
+    }
+
+    /// Puts bytes back in front of the stream: the next delegate gets them before any read.
+    /// Proxy handshakes use it for bytes that arrived after their reply.
+    func pushBack(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        unread = bytes + unread
+        updateInterest()
+    }
+
+    // MARK: events
+
+    private func handle(_ readiness: EventLoop.Readiness) {
+        switch state {
+        case .closed:
+            return
+        case .connecting:
+            if readiness.writable || readiness.error || readiness.hangup {
+                let error = (try? Syscall.socketError(fd)) ?? 0
+                if error != 0 {
+                    finishConnect(.failure(NetError.syscall("connect", errno: error)))
+                } else if readiness.hangup {
+                    finishConnect(.failure(NetError.syscall("connect", errno: ECONNRESET)))
+                } else {
+                    finishConnect(.success(()))
+                }
+            }
+        case .open:
+            if readiness.error {
+                let error = (try? Syscall.socketError(fd)) ?? 0
+                if error != 0 {
+                    closeNow(NetError.syscall("socket", errno: error))
+                    return
+                }
+            }
+            if readiness.readable && wantsRead {
+                readAvailable()
+            }
+            if readiness.writable {
+                flushIfPossible()
+            }
+            if readiness.hangup, case .open = state, !wantsRead, queue.isEmpty {
+                // Both directions are gone but nobody is reading: stop epoll reporting it
+                // until interest changes, or it would spin.
+                loop.park(token)
+            }
+        }
+    }
+
+    private func finishConnect(_ result: Result<Void, NetError>) {
+        guard case .connecting(let completion, let timeout) = state else { return }
+        if let timeout { loop.cancelTimer(timeout) }
+        switch result {
+        case .success:
+            state = .open
+            localAddress = try? Syscall.localAddress(fd)
+            updateInterest()
+            completion(.success(self))
+        case .failure(let error):
+            state = .closed
+            loop.close(token)
+            completion(.failure(error))
+        }
+    }
+
+    /// Abandons a connect in progress without calling its completion.
+    fileprivate func cancelConnect() {
+        guard case .connecting(_, let timeout) = state else { return }
+        if let timeout { loop.cancelTimer(timeout) }
+        state = .closed
+        loop.close(token)
+    }
+
+    private var wantsRead: Bool {
+        !readPaused && !readEOF && !closeRequested && delegate != nil && unread.isEmpty
+    }
+
+    private func readAvailable() {
+        let buffer = loop.readBuffer
+        // A few reads per wake-up, so one busy peer cannot starve the others.
+        for _ in 0..<4 {
+            let result: IOResult
+            do {
+                result = try Syscall.read(fd, into: buffer)
+            } catch {
+                closeNow(error)
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .processed(0):
+                readEOF = true
+                updateInterest()
+                delegate?.connectionDidReadEOF(self)
+                closeIfBothDirectionsDone()
+                return
+            case .processed(let count):
+                delegate?.connection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                guard wantsRead, case .open = state, count == buffer.count else { return }
+            }
+        }
+    }
+
+    private func flushIfPossible() {
+        guard case .open = state else { return }
+        while !queue.isEmpty {
+            let result: IOResult
+            do {
+                result = try queue.send(fd)
+            } catch {
+                closeNow(error)
+                return
+            }
+            guard case .processed(let written) = result else { break }
+            queue.consume(written)
+        }
+        if queue.isEmpty {
+            if closeRequested {
+                closeNow(nil)
+                return
+            }
+            if writeShutdownRequested && !writeShutDown {
+                writeShutDown = true
+                do {
+                    try Syscall.shutdownWrite(fd)
+                } catch {
+                    closeNow(error)
+                    return
+                }
+                closeIfBothDirectionsDone()
+                guard case .open = state else { return }
+            }
+        }
+        updateInterest()
+        if owesWritableNotice && queue.byteCount <= writeLimits.lowWatermark {
+            owesWritableNotice = false
+            delegate?.connectionDidBecomeWritable(self)
+        }
+    }
+
+    private func closeIfBothDirectionsDone() {
+        if readEOF && writeShutDown && queue.isEmpty { closeNow(nil) }
+    }
+
+    private func updateInterest() {
+        guard case .open = state else { return }
+        var interest: EventLoop.Interest = []
+        if wantsRead { interest.insert(.readable) }
+        if !queue.isEmpty { interest.insert(.writable) }
+        do {
+            try loop.setInterest(interest, for: token)
+        } catch {
+            closeNow(error)
+            return
+        }
+        scheduleUnreadDelivery()
+    }
+
+    private func scheduleUnreadDelivery() {
+        guard !unread.isEmpty, !unreadDeliveryScheduled, delegate != nil, !readPaused else { return }
+        unreadDeliveryScheduled = true
+        loop.scheduleTimer(after: .zero) { [self] in
+            unreadDeliveryScheduled = false
+            guard case .open = state, let delegate, !readPaused, !unread.isEmpty else { return }
+            let bytes = unread
+            unread = []
+            bytes.withUnsafeBytes { delegate.connection(self, didRead: $0) }
+            updateInterest()
+        }
+    }
+
+    /// Closes the socket now; the delegate hears of it on the next loop iteration.
+    private func closeNow(_ error: NetError?) {
+        guard case .open = state else { return }
+        state = .closed
+        loop.close(token)
+        queue.removeAll()
+        unread = []
+        loop.scheduleTimer(after: .zero) { [self] in
+            let delegate = self.delegate
+            self.delegate = nil
+            delegate?.connection(self, didCloseWith: error)
+        }
+    }
+}
+
+/// A connect in progress; `cancel()` closes its socket and drops its completion.
+public final class ConnectAttempt {
+    fileprivate var connection: TCPConnection?
+    fileprivate private(set) var isCancelled = false
+
+    fileprivate init() {}
+
+    /// Abandons the attempt if it has not completed; its completion will not run.
+    public func cancel() {
+        isCancelled = true
+        connection?.cancelConnect()
+        connection = nil
+    }
+}
+
+/// Queued outgoing bytes as owned chunks, sent with one vectored `sendmsg` per flush.
+private struct WriteQueue {
+    private var chunks: [UnsafeMutableRawBufferPointer] = []
+    private var head = 0
+    private var headOffset = 0
+    private(set) var byteCount = 0
+
+    var isEmpty: Bool { byteCount == 0 }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        chunk.copyMemory(from: bytes)
+        chunks.append(chunk)
+        byteCount += bytes.count
+    }
+
+    /// One `sendmsg` of up to 64 queued chunks.
+    func send(_ fd: Int32) throws(NetError) -> IOResult {
+        let count = min(chunks.count - head, 64)
+        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors throws(NetError) -> IOResult in
+            for index in 0..<count {
+                let chunk = chunks[head + index]
+                let skip = index == 0 ? headOffset : 0
+                vectors[index] = iovec(iov_base: chunk.baseAddress.map { $0 + skip }, iov_len: chunk.count - skip)
+            }
+            return try Syscall.sendv(fd, UnsafeBufferPointer(vectors))
+        }
+    }
+
+    /// Drops `count` sent bytes from the front.
+    mutating func consume(_ count: Int) {
+        var remaining = count
+        byteCount -= count
+        while remaining > 0 {
+            let available = chunks[head].count - headOffset
+            if remaining < available {
+                headOffset += remaining
+                return
+            }
+            remaining -= available
+            chunks[head].deallocate()
+            head += 1
+            headOffset = 0
+        }
+        if head == chunks.count {
+            chunks.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 32 && head * 2 >= chunks.count {
+            chunks.removeFirst(head)
+            head = 0
+        }
+    }
+
+    mutating func removeAll() {
+        for chunk in chunks[head...] { chunk.deallocate() }
+        chunks.removeAll()
+        head = 0
+        headOffset = 0
+        byteCount = 0
+    }
+}
