@@ -68,11 +68,11 @@ public struct WebSocketFrameParser: Sendable {
             length = UInt64(shortLength)
         }
         if !opcode.isControl && length > UInt64(max(0, maxDataPayload)) { throw .messageTooBig }
-        // Bounded by maxDataPayload or 125 above, so it fits an Int.
+        // Below 2^63 (checked above), so it fits an Int; compared without adding to it.
         let payloadLength = Int(length)
         let keyOffset = headerLength
         if masked { headerLength += 4 }
-        guard queue.count >= headerLength + payloadLength else { return nil }
+        guard queue.count >= headerLength, queue.count - headerLength >= payloadLength else { return nil }
         let key = masked ? UInt32(readBigEndian(at: keyOffset, bytes: 4)) : nil
         queue.skip(headerLength)
         var payload = Array(queue.take(payloadLength))

@@ -128,6 +128,7 @@ enum RecordedResponses {
         }
         #expect(total == 300_000)
         #expect(try parser.next() == .end(keepAlive: true))
+        #expect(parser.isIdle)
     }
 
     @Test func keepAliveFollowsVersionAndConnection() {
@@ -148,7 +149,9 @@ enum RecordedResponses {
         let head = WebSocketHandshake.upgradeResponse(key: "dGhlIHNhbXBsZSBub25jZQ==", subprotocol: "p")
         let frames = hexBytes("820c040000010000000400000010 8900")
         parser.receive(try head.encoded() + frames)
+        #expect(!parser.isIdle)
         #expect(try parser.next() == .switchedProtocols(head))
+        #expect(head.headers.first("sec-websocket-protocol") == "p")
         #expect(try parser.next() == nil)
         #expect(parser.takeUnparsedBytes() == frames)
     }

@@ -9,10 +9,6 @@ func hexBytes(_ text: String) -> [UInt8] {
     }
 }
 
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-}
-
 /// Deterministic generator (SplitMix64) for seeded randomized tests.
 struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64

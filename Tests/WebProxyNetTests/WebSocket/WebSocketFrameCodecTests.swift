@@ -155,6 +155,13 @@ import Testing
         #expect(throws: error) { try parser.next() }
     }
 
+    @Test func hugeDeclaredLengthWithoutCapWaitsInsteadOfOverflowing() throws {
+        var parser = WebSocketFrameParser(role: .client, maxDataPayload: .max)
+        parser.receive(hexBytes("827f7fffffffffffffff0102"))
+        #expect(try parser.next() == nil)
+        #expect(parser.hasPartialFrame)
+    }
+
     @Test func closeCodesOfErrors() {
         #expect(WebSocketError.messageTooBig.closeCode.rawValue == 1009)
         #expect(WebSocketError.textMessage.closeCode.rawValue == 1003)
