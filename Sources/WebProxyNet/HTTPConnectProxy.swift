@@ -113,31 +113,3 @@ public struct HTTPConnectHandshake: ProxyHandshake {
         NetError(.proxy, call: "http-connect", message: message)
     }
 }
-
-/// Standard base64 with padding (RFC 4648 §4), for the Basic credentials.
-private enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let count = min(3, bytes.count - index)
-            var group: UInt32 = 0
-            for offset in 0..<3 {
-                group <<= 8
-                if offset < count { group |= UInt32(bytes[index + offset]) }
-            }
-            for position in 0..<4 {
-                if position <= count {
-                    output.append(alphabet[Int((group >> UInt32(18 - 6 * position)) & 0x3F)])
-                } else {
-                    output.append(UInt8(ascii: "="))
-                }
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-}

@@ -1,4 +1,5 @@
-/// Standard base64 with padding (RFC 4648 section 4), as the WebSocket handshake uses it.
+/// Standard base64 with padding (RFC 4648 section 4): WebSocket handshake keys and Basic
+/// proxy credentials.
 enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
