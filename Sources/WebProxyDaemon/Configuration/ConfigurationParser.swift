@@ -88,9 +88,11 @@ struct ConfigurationParser {
         var sections: [Section] = []
         /// True after a broken section header: its keys are skipped, not reported.
         var skipping = false
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character in Swift, so it is a separator of its own.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (index, rawLine) in lines.enumerated() {
             let number = index + 1
-            let line = Self.trimmed(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine)
+            let line = Self.trimmed(rawLine)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
                 if let section = header(line, number: number, existing: sections) {
@@ -244,7 +246,7 @@ struct ConfigurationParser {
             return choice
         } ?? .follow
         let caFile = value(section, "ca-file") { path throws(ConfigurationValueError) in
-            try checkReadableFile(path, key: "ca-file")
+            try checkReadableFile(path)
             return path
         }
         var pins: [SPKIPin] = []

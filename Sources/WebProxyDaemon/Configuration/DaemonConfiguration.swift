@@ -102,8 +102,8 @@ public struct RelayChanges: Sendable, Equatable {
 }
 
 /// Refuses a CA file that is not an absolute path to a readable regular file.
-func checkReadableFile(_ path: String, key: String) throws(ConfigurationValueError) {
-    try requireAbsolutePath(path, key: key)
+func checkReadableFile(_ path: String) throws(ConfigurationValueError) {
+    try requireAbsolutePath(path)
     var status = stat()
     guard stat(path, &status) == 0 else {
         throw ConfigurationValueError("Cannot find \(path): \(String(cString: strerror(errno)))")

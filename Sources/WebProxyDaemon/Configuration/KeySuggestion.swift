@@ -1,8 +1,11 @@
 /// "Did you mean …?" for misspelt keys and section kinds.
 enum KeySuggestion {
-    /// The candidate closest to `word` by edit distance (adjacent swaps count as one
-    /// edit), if it is close enough to be a likely typo.
+    /// A candidate `word` abbreviates, else the candidate closest to `word` by edit
+    /// distance (adjacent swaps count as one edit) if it is close enough to be a typo.
     static func closest(to word: String, among candidates: [String]) -> String? {
+        if word.count >= 3, let extended = candidates.first(where: { $0.hasPrefix(word.lowercased()) }) {
+            return extended
+        }
         let limit = max(2, word.count / 3)
         let scored = candidates.map { (candidate: $0, distance: editDistance(word, $0)) }
         guard let best = scored.min(by: { $0.distance < $1.distance }), best.distance <= limit else {

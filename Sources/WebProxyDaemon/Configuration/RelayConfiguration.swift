@@ -82,7 +82,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         }
         let ca = caFile.flatMap { path in
             attempt("--ca-file") { () throws(ConfigurationValueError) in
-                try checkReadableFile(path, key: "--ca-file")
+                try checkReadableFile(path)
                 return path
             }
         }

@@ -21,7 +21,7 @@ enum SecretSource: Equatable {
         case .inline(let text):
             return (try Self.parse(text), nil)
         case .file(let path):
-            try requireAbsolutePath(path, key: "secret-file")
+            try requireAbsolutePath(path)
             let file = try SmallFile(path: path, limit: Self.maxFileSize, what: "secret file")
             var warning: ConfigurationValueError?
             if file.mode & 0o044 != 0 {
@@ -54,10 +54,10 @@ enum SecretSource: Equatable {
 
 /// Refuses relative paths: under systemd the working directory is `/`, so a relative path
 /// would mean something else there than in a shell.
-func requireAbsolutePath(_ path: String, key: String) throws(ConfigurationValueError) {
+func requireAbsolutePath(_ path: String) throws(ConfigurationValueError) {
     guard path.hasPrefix("/") else {
         throw ConfigurationValueError(
-            "\(key) must be an absolute path", hint: "e.g. /etc/webproxyd/...")
+            "The path must be absolute", hint: "the working directory under systemd is /; start the path with /")
     }
 }
 

@@ -69,13 +69,14 @@ public final class ServiceNotifier: Sendable {
     /// When a held-back status becomes due (for the event loop's timer); nil if none.
     public var pendingStatusDeadline: Duration? { throttle.withLock { $0.pendingDeadline } }
 
-    /// Sends one datagram; failures are ignored, as sd_notify(3) callers do.
+    /// Sends one datagram without ever blocking the event loop (systemd drains its socket
+    /// continuously); failures are ignored, as sd_notify(3) callers do.
     private func send(_ message: String) {
         guard fd >= 0, let socketAddress else { return }
         var bytes = Array(message.utf8)
         socketAddress.withSockaddr { address, length in
             _ = bytes.withUnsafeMutableBytes { buffer in
-                sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), address, length)
+                sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), address, length)
             }
         }
     }
