@@ -44,7 +44,9 @@ public struct LogRateLimiter: Sendable {
         let suppressed = windows[key]?.suppressed ?? 0
         if windows[key] == nil, windows.count >= maxKeys {
             windows = windows.filter { now - $0.value.start < window }
-            if windows.count >= maxKeys { windows.removeAll(keepingCapacity: true) }
+            // Still full of live windows: let this one through untracked rather than
+            // forget the counts of the others.
+            if windows.count >= maxKeys { return .emit(suppressed: 0) }
         }
         windows[key] = Window(start: now, emitted: 1, suppressed: 0)
         return .emit(suppressed: suppressed)
