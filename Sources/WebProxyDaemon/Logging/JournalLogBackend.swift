@@ -73,9 +73,11 @@ public struct JournalLogBackend: LogBackend {
     }
 }
 
-/// Picks the backend for this process: journald when standard error is the journal
-/// stream systemd gave us, readable lines on standard error otherwise.
-public func automaticLogBackend(environment: [String: String]) -> any LogBackend {
-    JournalLogBackend.isJournalStream(fd: 2, environment: environment)
-        ? JournalLogBackend() : StandardErrorLogBackend()
+extension Logger {
+    /// The backend for this process: journald when standard error is the journal stream
+    /// systemd connected, readable lines on standard error otherwise.
+    public static func automaticBackend(environment: [String: String]) -> any LogBackend {
+        JournalLogBackend.isJournalStream(fd: 2, environment: environment)
+            ? JournalLogBackend() : StandardErrorLogBackend()
+    }
 }

@@ -55,6 +55,7 @@ import Testing
         #expect(!JournalLogBackend.isJournalStream(fd: fd, environment: [:]))
         #expect(!JournalLogBackend.isJournalStream(fd: fd, environment: ["JOURNAL_STREAM": matching + ":1"]))
         #expect(!JournalLogBackend.isJournalStream(fd: fd, environment: ["JOURNAL_STREAM": "x:y"]))
+        #expect(Logger.automaticBackend(environment: [:]) is StandardErrorLogBackend)
     }
 
     @Test func standardErrorLinesAreReadable() {

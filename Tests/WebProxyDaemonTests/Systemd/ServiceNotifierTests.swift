@@ -96,6 +96,13 @@ import Testing
         #expect(!ServiceNotifier(environment: ["NOTIFY_SOCKET": value]).isEnabled)
     }
 
+    @Test func processEnvironmentMatchesGetenv() throws {
+        let environment = ProcessEnvironment.current()
+        let path = try #require(getenv("PATH"))
+        #expect(environment["PATH"] == String(cString: path))
+        #expect(environment.count > 1)
+    }
+
     @Test func monotonicClockIsMonotonicMicroseconds() {
         let first = MonotonicClock.now(), second = MonotonicClock.now()
         #expect(second >= first && first > .zero)
