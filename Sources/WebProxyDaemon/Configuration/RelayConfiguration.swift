@@ -91,9 +91,9 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 try HostAndPort(parsing: text, what: "connect-to address")
             }
         }
-        guard diagnostics.isEmpty, let parsedLink, let address,
-              caFile == nil || ca != nil, connectTo == nil || target != nil
-        else { throw ConfigurationError(diagnostics) }
+        guard diagnostics.isEmpty, let parsedLink, let address else {
+            throw ConfigurationError(diagnostics)
+        }
         self.init(name: Self.quickRelayName, host: parsedLink.host, basePath: parsedLink.basePath,
                   secret: parsedLink.secret, listen: address, caFile: ca, connectTo: target)
     }
