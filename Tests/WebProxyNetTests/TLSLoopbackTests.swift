@@ -141,6 +141,29 @@ private func onThread<Value: Sendable>(
     }
 }
 
+/// A thread started at once. An `async let` child task would only start when the cooperative
+/// pool (two threads here) gets round to it, which CPU-heavy tests running in parallel can
+/// delay past the peer's receive timeout.
+private final class BackgroundThread<Value: Sendable>: @unchecked Sendable {
+    // Written once by the thread before `finished` is signalled, read only after waiting.
+    private var result: Result<Value, any Error>?
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ work: @escaping @Sendable () throws -> Value) {
+        Thread.detachNewThread {
+            self.result = Result { try work() }
+            self.finished.signal()
+        }
+    }
+
+    func value() async throws -> Value {
+        try await onThread {
+            self.finished.wait()
+            return try self.result!.get()
+        }
+    }
+}
+
 @Suite("TLSEngine over loopback sockets")
 struct TLSLoopbackTests {
     @Test func echoOverRealSocketsWithCloseNotify() async throws {
@@ -151,7 +174,7 @@ struct TLSLoopbackTests {
         defer { close(listener) }
         let request = payload(300_000, seed: 7)
 
-        async let serverSide: (echoed: Int, end: TLSEngine.ReadResult?) = onThread {
+        let serverSide = BackgroundThread { () throws -> (echoed: Int, end: TLSEngine.ReadResult?) in
             let accepted = accept(listener, nil, nil)
             guard accepted >= 0 else { throw SocketFailure("accept") }
             limitReceiveTime(accepted)
@@ -181,7 +204,7 @@ struct TLSLoopbackTests {
                 let end = try connection.read(upTo: 1).end
                 return (reply.bytes, connection.engine.negotiatedALPN, end)
             }
-        let server = try await serverSide
+        let server = try await serverSide.value()
         #expect(server.echoed == request.count)
         #expect(server.end == .eof(clean: true))
         #expect(clientSide.reply == request.reversed())
@@ -196,7 +219,7 @@ struct TLSLoopbackTests {
         let (listener, port) = try listenOnLoopback()
         defer { close(listener) }
 
-        async let served: Void = onThread {
+        let served = BackgroundThread {
             let accepted = accept(listener, nil, nil)
             guard accepted >= 0 else { throw SocketFailure("accept") }
             limitReceiveTime(accepted)
@@ -216,7 +239,7 @@ struct TLSLoopbackTests {
             try connection.handshake()
             return try connection.read(upTo: 10_000)
         }
-        try await served
+        try await served.value()
         #expect(read.bytes == payload(1_000))
         #expect(read.end == .eof(clean: false))
     }
