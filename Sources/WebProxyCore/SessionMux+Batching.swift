@@ -63,7 +63,11 @@ extension SessionMux {
                 break
             }
             plan.add(.data(stream: id, payload: payload))
-            if !streams.values[index].queue.isEmpty { dataRotation.append(id) }
+            if !streams.values[index].queue.isEmpty {
+                dataRotation.append(id)
+            } else {
+                closeIfFinished(id)
+            }
         }
         return finish(&plan)
     }
@@ -99,6 +103,7 @@ extension SessionMux {
                 guard !payload.isEmpty else { break }
                 plan.add(.data(stream: lane, payload: payload))
             }
+            closeIfFinished(lane)
         }
         return finish(&plan)
     }

@@ -101,6 +101,8 @@ public struct SessionMux: Sendable {
         var pendingCredit = 0
         var openPending = true
         var windowPending = false
+        /// The local connection ended: queued DATA still goes out, then CLOSE.
+        var finishing = false
 
         /// Bytes `enqueue` still accepts: credit not already spoken for by queued bytes.
         var availableSendCredit: Int { max(0, sendWindow.available - queue.byteCount) }
@@ -167,6 +169,7 @@ public struct SessionMux: Sendable {
         guard let index = streams.index(forKey: stream) else {
             throw MuxError(.refused, .streamNotLive(stream))
         }
+        guard !streams.values[index].finishing else { throw MuxError(.refused, .streamNotLive(stream)) }
         let credit = streams.values[index].availableSendCredit
         guard bytes.count <= credit else {
             throw MuxError(.refused, .sendCreditExceeded(stream, requested: bytes.count, credit: credit))
@@ -187,6 +190,25 @@ public struct SessionMux: Sendable {
         retire(stream)
         if !openPending { queueClose(stream) }
         return true
+    }
+
+    /// The local connection of `stream` reached end of file: what it sent is still queued
+    /// and goes out (after its OPEN, if that is pending), then CLOSE. With nothing queued
+    /// this is `close`. Returns false for a stream that is not live.
+    @discardableResult
+    public mutating func finish(_ stream: StreamID) -> Bool {
+        guard let index = streams.index(forKey: stream) else { return false }
+        guard !streams.values[index].queue.isEmpty else { return close(stream) }
+        streams.values[index].finishing = true
+        return true
+    }
+
+    /// Retires a finishing stream once its last queued byte is in a batch; its CLOSE goes
+    /// in a later batch, so it follows the DATA.
+    mutating func closeIfFinished(_ stream: StreamID) {
+        guard let state = streams[stream], state.finishing, state.queue.isEmpty else { return }
+        retire(stream)
+        queueClose(stream)
     }
 
     /// Reports that `count` bytes from `deliver` actions were written to the local

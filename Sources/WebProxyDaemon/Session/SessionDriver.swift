@@ -119,7 +119,8 @@ struct SessionDriver: Sendable {
         switch event {
         case .localRead(let connection, let bytes): localRead(connection, bytes, step: &step)
         case .localWritten(let connection, let count): localWritten(connection, count, step: &step)
-        case .localEOF(let connection), .localError(let connection): localEnded(connection, step: &step)
+        case .localEOF(let connection): localEnded(connection, flushing: true, step: &step)
+        case .localError(let connection): localEnded(connection, flushing: false, step: &step)
         case .httpResponse(let id, let response, let wallClock):
             guard let exchange = exchanges.take(id) else { return }
             httpAnswered(exchange, id: id, response, wallClockSeconds: wallClock, step: &step)
@@ -177,13 +178,15 @@ struct SessionDriver: Sendable {
         for lane in lanes { poll(lane, step: &step) }
     }
 
-    private mutating func localEnded(_ connection: ConnectionID, step: inout SessionStep) {
+    /// A local connection ended. After EOF what it sent still reaches the relay before
+    /// CLOSE (`flushing`); after an error the stream is aborted.
+    private mutating func localEnded(_ connection: ConnectionID, flushing: Bool, step: inout SessionStep) {
         guard let local = connections.removeValue(forKey: connection) else { return }
         writeQueuedTotal -= local.writeQueued
         guard let stream = local.stream else { return }
         connectionByStream[stream] = nil
-        mux.close(stream)
-        if mode == .httpsLanes, lanes?.contains(stream) == true { closingLanes.insert(stream) }
+        if flushing { mux.finish(stream) } else { mux.close(stream) }
+        if mode == .httpsLanes, mux.hasPendingUplink(for: stream) { closingLanes.insert(stream) }
     }
 
     /// Allocates the stream of a connection. Fails the session when ids are exhausted.
@@ -207,7 +210,7 @@ struct SessionDriver: Sendable {
     mutating func close(_ connection: ConnectionID, _ reason: LocalCloseReason, step: inout SessionStep) {
         guard connections[connection] != nil else { return }
         step.emit(.closeLocal(connection, reason))
-        localEnded(connection, step: &step)
+        localEnded(connection, flushing: false, step: &step)
     }
 
     // MARK: Relay frames
