@@ -23,7 +23,8 @@ enum BridgePage {
             "accelerometer", "autoplay", "camera", "clipboard-read", "clipboard-write",
             "display-capture", "encrypted-media", "fullscreen", "geolocation", "gyroscope", "hid",
             "idle-detection", "magnetometer", "microphone", "midi", "payment", "picture-in-picture",
-            "publickey-credentials-create", "publickey-credentials-get", "screen-wake-lock", "serial",
+            "publickey-credentials-create", "publickey-credentials-get", "screen-wake-lock",
+            "serial",
             "usb", "web-share", "xr-spatial-tracking",
         ].map { $0 + "=()" }.joined(separator: ", ")
         return RelayResponse(

@@ -3,7 +3,8 @@
 enum CanonicalDecimal {
     static func parse(_ text: some StringProtocol, max: UInt64 = .max) -> UInt64? {
         let digits = Array(text.utf8)
-        guard !digits.isEmpty, digits.count <= 20, digits.count == 1 || digits[0] != UInt8(ascii: "0")
+        guard !digits.isEmpty, digits.count <= 20,
+            digits.count == 1 || digits[0] != UInt8(ascii: "0")
         else { return nil }
         var value: UInt64 = 0
         for digit in digits {

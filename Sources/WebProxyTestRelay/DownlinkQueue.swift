@@ -39,12 +39,13 @@ struct DownlinkQueue: Sendable {
     private var windowSlot: [StreamID: Int] = [:]
 
     var isEmpty: Bool { start == items.count }
-    var count: Int { items.count - start }
 
     /// Queues DATA, merging it into the last item when that is DATA of the same stream and the
     /// merged payload stays within `mergeLimit`. Returns whether a new item was added.
-    mutating func appendData(_ bytes: ArraySlice<UInt8>, stream: StreamID, mergeLimit: Int) -> Bool {
-        if start < items.count, case .data(let s, var payload) = items[items.count - 1], s == stream,
+    mutating func appendData(_ bytes: ArraySlice<UInt8>, stream: StreamID, mergeLimit: Int) -> Bool
+    {
+        if start < items.count, case .data(let s, var payload) = items[items.count - 1],
+            s == stream,
             payload.count + bytes.count <= mergeLimit
         {
             items[items.count - 1] = .close(s)  // release the payload's storage before appending
@@ -76,7 +77,9 @@ struct DownlinkQueue: Sendable {
 
     /// Takes frames from the front while the encoded batch stays within `maxBytes` and
     /// `maxFrames` (always at least one frame). Returns the encoded batch and what it held.
-    mutating func takeBatch(maxBytes: Int, maxFrames: Int) -> (body: [UInt8], bytes: Int, items: Int) {
+    mutating func takeBatch(maxBytes: Int, maxFrames: Int) -> (
+        body: [UInt8], bytes: Int, items: Int
+    ) {
         var body: [UInt8] = []
         var payloadBytes = 0
         var taken = 0
@@ -117,7 +120,9 @@ struct DownlinkQueue: Sendable {
 
     /// Removes everything. Returns the payload bytes and items removed.
     mutating func removeAll() -> (bytes: Int, items: Int) {
-        let removed = items[start...].reduce((bytes: 0, items: 0)) { ($0.bytes + $1.payloadCount, $0.items + 1) }
+        let removed = items[start...].reduce((bytes: 0, items: 0)) {
+            ($0.bytes + $1.payloadCount, $0.items + 1)
+        }
         items = []
         start = 0
         windowSlot = [:]

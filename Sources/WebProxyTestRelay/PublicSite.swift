@@ -3,7 +3,8 @@
 /// page with status 404 everywhere else.
 enum PublicSite {
     static func response(for request: RelayRequest, index: [UInt8]) -> RelayResponse {
-        let path = request.rawTarget.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path =
+            request.rawTarget.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             .first.map(String.init) ?? ""
         let isRead = request.method == "GET" || request.method == "HEAD"
         let found = isRead && (path == "/" || path == "/index.html")

@@ -75,20 +75,22 @@ public enum RelayAction: Sendable, Equatable {
 
     public static func == (a: RelayAction, b: RelayAction) -> Bool {
         switch (a, b) {
-        case let (.respond(c1, r1), .respond(c2, r2)): c1 == c2 && r1 == r2
-        case let (.park(c1, t1), .park(c2, t2)): c1 == c2 && t1 == t2
-        case let (.acceptWebSocket(c1, r1), .acceptWebSocket(c2, r2)): c1 == c2 && r1 == r2
-        case let (.resetConnection(c1), .resetConnection(c2)): c1 == c2
-        case let (.sendMessage(c1, m1), .sendMessage(c2, m2)): c1 == c2 && m1 == m2
-        case let (.sendPing(c1), .sendPing(c2)): c1 == c2
-        case let (.sendPong(c1, p1), .sendPong(c2, p2)): c1 == c2 && p1 == p2
-        case let (.closeWebSocket(c1, k1), .closeWebSocket(c2, k2)): c1 == c2 && k1 == k2
-        case let (.dropConnection(c1), .dropConnection(c2)): c1 == c2
-        case let (.dialBackend(b1, p1), .dialBackend(b2, p2)): b1 == b2 && p1 == p2
-        case let (.writeBackend(b1, d1), .writeBackend(b2, d2)): b1 == b2 && d1 == d2
-        case let (.pauseBackend(b1), .pauseBackend(b2)): b1 == b2
-        case let (.resumeBackend(b1), .resumeBackend(b2)): b1 == b2
-        case let (.closeBackend(b1), .closeBackend(b2)): b1 == b2
+        case (.respond(let c1, let r1), .respond(let c2, let r2)): c1 == c2 && r1 == r2
+        case (.park(let c1, let t1), .park(let c2, let t2)): c1 == c2 && t1 == t2
+        case (.acceptWebSocket(let c1, let r1), .acceptWebSocket(let c2, let r2)):
+            c1 == c2 && r1 == r2
+        case (.resetConnection(let c1), .resetConnection(let c2)): c1 == c2
+        case (.sendMessage(let c1, let m1), .sendMessage(let c2, let m2)): c1 == c2 && m1 == m2
+        case (.sendPing(let c1), .sendPing(let c2)): c1 == c2
+        case (.sendPong(let c1, let p1), .sendPong(let c2, let p2)): c1 == c2 && p1 == p2
+        case (.closeWebSocket(let c1, let k1), .closeWebSocket(let c2, let k2)):
+            c1 == c2 && k1 == k2
+        case (.dropConnection(let c1), .dropConnection(let c2)): c1 == c2
+        case (.dialBackend(let b1, let p1), .dialBackend(let b2, let p2)): b1 == b2 && p1 == p2
+        case (.writeBackend(let b1, let d1), .writeBackend(let b2, let d2)): b1 == b2 && d1 == d2
+        case (.pauseBackend(let b1), .pauseBackend(let b2)): b1 == b2
+        case (.resumeBackend(let b1), .resumeBackend(let b2)): b1 == b2
+        case (.closeBackend(let b1), .closeBackend(let b2)): b1 == b2
         default: false
         }
     }
@@ -96,7 +98,9 @@ public enum RelayAction: Sendable, Equatable {
     /// The client connection this action ends, if it ends one.
     var endedConnection: ConnectionID? {
         switch self {
-        case .respond(let c, _), .resetConnection(let c), .closeWebSocket(let c, _), .dropConnection(let c): c
+        case .respond(let c, _), .resetConnection(let c), .closeWebSocket(let c, _),
+            .dropConnection(let c):
+            c
         default: nil
         }
     }

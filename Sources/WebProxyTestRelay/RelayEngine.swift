@@ -52,7 +52,9 @@ public struct RelayEngine: Sendable {
     // MARK: - Events
 
     /// An HTTP request on `connection`.
-    public mutating func handle(_ request: RelayRequest, connection: ConnectionID, now: RelayInstant) -> [RelayAction] {
+    public mutating func handle(
+        _ request: RelayRequest, connection: ConnectionID, now: RelayInstant
+    ) -> [RelayAction] {
         var context = makeContext(now)
         route(request, connection: connection, context: &context)
         return finish(&context)
@@ -63,7 +65,9 @@ public struct RelayEngine: Sendable {
         _ inbound: WebSocketInbound, connection: ConnectionID, now: RelayInstant
     ) -> [RelayAction] {
         var context = makeContext(now)
-        guard let id = sockets[connection], var session = sessions[id], let key = session.lane(of: connection) else {
+        guard let id = sockets[connection], var session = sessions[id],
+            let key = session.lane(of: connection)
+        else {
             return []
         }
         let lanes = session.mode == .webSocketLanes
@@ -75,7 +79,9 @@ public struct RelayEngine: Sendable {
             if bytes.count > configuration.limits.maxBodyBytes {
                 closeCode = 1009
             } else {
-                do { try session.socketMessage(bytes, lane: key, context: &context) } catch { failed = true }
+                do { try session.socketMessage(bytes, lane: key, context: &context) } catch {
+                    failed = true
+                }
             }
         case .text:
             failed = true
@@ -105,7 +111,9 @@ public struct RelayEngine: Sendable {
     }
 
     /// The client connection ended (TCP loss, or the shell gave up on it).
-    public mutating func connectionClosed(_ connection: ConnectionID, now: RelayInstant) -> [RelayAction] {
+    public mutating func connectionClosed(_ connection: ConnectionID, now: RelayInstant)
+        -> [RelayAction]
+    {
         var context = makeContext(now)
         if let id = polls.removeValue(forKey: connection) { sessions[id]?.forgetPoll(connection) }
         if let id = sockets.removeValue(forKey: connection), var session = sessions[id],
@@ -124,22 +132,28 @@ public struct RelayEngine: Sendable {
     }
 
     /// The backend dial for `backend` completed.
-    public mutating func backendConnected(_ backend: BackendID, now: RelayInstant) -> [RelayAction] {
+    public mutating func backendConnected(_ backend: BackendID, now: RelayInstant) -> [RelayAction]
+    {
         withSession(backend, now) { $0.backendConnected(backend.stream, context: &$1) }
     }
 
     /// The backend dial failed or timed out: the client gets CLOSE.
-    public mutating func backendDialFailed(_ backend: BackendID, now: RelayInstant) -> [RelayAction] {
+    public mutating func backendDialFailed(_ backend: BackendID, now: RelayInstant) -> [RelayAction]
+    {
         withSession(backend, now) { $0.backendDialFailed(backend.stream, context: &$1) }
     }
 
     /// Bytes read from the backend (at most `backendReadChunk` per event).
-    public mutating func backendReceived(_ bytes: [UInt8], from backend: BackendID, now: RelayInstant) -> [RelayAction] {
+    public mutating func backendReceived(
+        _ bytes: [UInt8], from backend: BackendID, now: RelayInstant
+    ) -> [RelayAction] {
         withSession(backend, now) { $0.backendReceived(bytes, from: backend.stream, context: &$1) }
     }
 
     /// `count` bytes of earlier writes reached the backend socket: the client gets WINDOW.
-    public mutating func backendDrained(_ count: Int, backend: BackendID, now: RelayInstant) -> [RelayAction] {
+    public mutating func backendDrained(_ count: Int, backend: BackendID, now: RelayInstant)
+        -> [RelayAction]
+    {
         withSession(backend, now) { $0.backendDrained(count, from: backend.stream, context: &$1) }
     }
 
@@ -203,7 +217,8 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func withSession(
-        _ backend: BackendID, _ now: RelayInstant, _ body: (inout RelaySession, inout RelayContext) -> Void
+        _ backend: BackendID, _ now: RelayInstant,
+        _ body: (inout RelaySession, inout RelayContext) -> Void
     ) -> [RelayAction] {
         var context = makeContext(now)
         guard var session = sessions[backend.session] else { return [] }
@@ -217,7 +232,9 @@ public struct RelayEngine: Sendable {
         faults = context.faults
         var actions = context.actions
         for index in actions.indices {
-            if case .respond(let connection, _) = actions[index], resetOnResponse.remove(connection) != nil {
+            if case .respond(let connection, _) = actions[index],
+                resetOnResponse.remove(connection) != nil
+            {
                 actions[index] = .resetConnection(connection)
             }
             if let ended = actions[index].endedConnection {
@@ -234,7 +251,8 @@ public struct RelayEngine: Sendable {
         guard var session = sessions.removeValue(forKey: id) else { return }
         session.end(context: &context)
         sessionTokens[session.token] = nil
-        rememberClosed(session.token, until: context.now.advanced(by: configuration.limits.bootstrapLifetime))
+        rememberClosed(
+            session.token, until: context.now.advanced(by: configuration.limits.bootstrapLifetime))
     }
 
     private mutating func rememberClosed(_ token: String, until: RelayInstant) {
@@ -249,7 +267,9 @@ public struct RelayEngine: Sendable {
     private static let hello: [UInt8] = [0x10, 0, 0, 0, 0, 0, 0, 0x01, 0x01]
     private enum Endpoint: String { case session, up, down, ws }
 
-    private mutating func route(_ request: RelayRequest, connection: ConnectionID, context: inout RelayContext) {
+    private mutating func route(
+        _ request: RelayRequest, connection: ConnectionID, context: inout RelayContext
+    ) {
         func respond(_ response: RelayResponse) {
             var response = response
             if request.method == "HEAD" { response.body = [] }
@@ -259,7 +279,8 @@ public struct RelayEngine: Sendable {
             respond(PublicSite.response(for: request, index: configuration.publicIndex))
             return
         }
-        let parts = request.rawTarget.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = request.rawTarget.split(
+            separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         let query = parts.count > 1 ? String(parts[1]) : nil
         if let (prefix, endpoint) = apiEndpoint(path) {
@@ -275,13 +296,19 @@ public struct RelayEngine: Sendable {
             if applyRequestFaults(connection: connection, context: &context) { return }
             switch (endpoint, request.method, kind) {
             case (.session, "POST", .bootstrap):
-                createSession(request, bootstrap: bearer, prefix: prefix, connection: connection, context: &context)
+                createSession(
+                    request, bootstrap: bearer, prefix: prefix, connection: connection,
+                    context: &context)
             case (.session, "DELETE", .session):
                 deleteSession(request, token: bearer, connection: connection, context: &context)
             case (.up, "POST", .session):
-                uplink(request, token: bearer, prefix: prefix, connection: connection, context: &context)
+                uplink(
+                    request, token: bearer, prefix: prefix, connection: connection,
+                    context: &context)
             case (.down, "POST", .session):
-                downlink(request, token: bearer, prefix: prefix, connection: connection, context: &context)
+                downlink(
+                    request, token: bearer, prefix: prefix, connection: connection,
+                    context: &context)
             default:
                 respond(.localNotFound)
             }
@@ -298,7 +325,8 @@ public struct RelayEngine: Sendable {
     }
 
     private func apiEndpoint(_ path: String) -> (prefix: String, endpoint: Endpoint)? {
-        for prefix in Set(capabilities.map { $0.apiPathPrefix }) where path.hasPrefix(prefix + "/") {
+        for prefix in Set(capabilities.map { $0.apiPathPrefix }) where path.hasPrefix(prefix + "/")
+        {
             if let endpoint = Endpoint(rawValue: String(path.dropFirst(prefix.count + 1))) {
                 return (prefix, endpoint)
             }
@@ -318,24 +346,29 @@ public struct RelayEngine: Sendable {
         case .absent: return true
         case .many: return false
         case .one(let value):
-            let isIPv4 = value.split(separator: ".", omittingEmptySubsequences: false).count == 4
+            let isIPv4 =
+                value.split(separator: ".", omittingEmptySubsequences: false).count == 4
                 && value.split(separator: ".", omittingEmptySubsequences: false).allSatisfy {
                     CanonicalDecimal.parse($0, max: 255) != nil
                 }
-            let isIPv6 = value.contains(":") && value.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+            let isIPv6 =
+                value.contains(":") && value.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
             return isIPv4 || isIPv6
         }
     }
 
     /// The token of the single `Authorization: Bearer <43 chars>` header.
     private func bearerToken(_ request: RelayRequest) -> String? {
-        guard case .one(let value) = request.single("authorization"), value.hasPrefix("Bearer ") else { return nil }
+        guard case .one(let value) = request.single("authorization"), value.hasPrefix("Bearer ")
+        else { return nil }
         let token = String(value.dropFirst("Bearer ".count))
         return token.utf8.count == 43 && Base64URL.decode(token)?.count == 32 ? token : nil
     }
 
     /// Injected 503s and response resets. Returns true when the request was answered.
-    private mutating func applyRequestFaults(connection: ConnectionID, context: inout RelayContext) -> Bool {
+    private mutating func applyRequestFaults(connection: ConnectionID, context: inout RelayContext)
+        -> Bool
+    {
         if context.faults.unavailableResponses > 0 {
             context.faults.unavailableResponses -= 1
             context.actions.append(.respond(connection, .unavailable))
@@ -352,18 +385,27 @@ public struct RelayEngine: Sendable {
 
     // MARK: Bridge
 
-    private mutating func bridge(_ request: RelayRequest, path: String, query: String?, now: RelayInstant) -> RelayResponse? {
-        guard request.method == "GET", let query, query.hasPrefix("bridge="), hostIsValid(request) else { return nil }
+    private mutating func bridge(
+        _ request: RelayRequest, path: String, query: String?, now: RelayInstant
+    ) -> RelayResponse? {
+        guard request.method == "GET", let query, query.hasPrefix("bridge="), hostIsValid(request)
+        else { return nil }
         let presented = query.dropFirst("bridge=".count)
-        guard presented.utf8.count == 43, Base64URL.decode(presented)?.count == 32 else { return nil }
-        guard let profile = capabilities.indices.first(where: {
-            path == (capabilities[$0].basePath.map { $0.pathPrefix + "/" } ?? "/") && capabilities[$0].matches(presented)
-        }) else { return nil }
+        guard presented.utf8.count == 43, Base64URL.decode(presented)?.count == 32 else {
+            return nil
+        }
+        guard
+            let profile = capabilities.indices.first(where: {
+                path == (capabilities[$0].basePath.map { $0.pathPrefix + "/" } ?? "/")
+                    && capabilities[$0].matches(presented)
+            })
+        else { return nil }
         guard bootstraps.count < configuration.limits.maxBootstraps else { return nil }
         let token = tokens.mint(.bootstrap, random: &random)
         bootstraps[token] = Bootstrap(
             profile: profile, expires: now.advanced(by: configuration.limits.bootstrapLifetime))
-        let nonce = Base64URL.encode((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let nonce = Base64URL.encode(
+            (0..<18).map { _ in UInt8.random(in: .min ... .max, using: &random) })
         let settings = configuration.profiles[profile]
         return BridgePage.response(
             host: configuration.host.name, bootstrap: token, mode: settings.carrierMode,
@@ -377,7 +419,8 @@ public struct RelayEngine: Sendable {
         context: inout RelayContext
     ) {
         guard request.single("content-type") == .one("application/octet-stream"),
-            var entry = bootstraps[bootstrap], entry.expires > context.now, profilePrefix(entry.profile) == prefix,
+            var entry = bootstraps[bootstrap], entry.expires > context.now,
+            profilePrefix(entry.profile) == prefix,
             request.body == Self.hello
         else { return context.actions.append(.respond(connection, .localNotFound)) }
         let settings = configuration.profiles[entry.profile]
@@ -410,7 +453,8 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func deleteSession(
-        _ request: RelayRequest, token: String, connection: ConnectionID, context: inout RelayContext
+        _ request: RelayRequest, token: String, connection: ConnectionID,
+        context: inout RelayContext
     ) {
         guard request.values(of: "content-type").isEmpty, request.body.isEmpty else {
             return context.actions.append(.respond(connection, .localNotFound))
@@ -433,13 +477,16 @@ public struct RelayEngine: Sendable {
         case .absent: return .none
         case .many: return .some(nil)
         case .one(let value):
-            return .some(CanonicalDecimal.parse(value, max: UInt64(StreamID.max.rawValue)).map { UInt32($0) })
+            return .some(
+                CanonicalDecimal.parse(value, max: UInt64(StreamID.max.rawValue)).map { UInt32($0) }
+            )
         }
     }
 
     /// The live HTTPS session for `token` whose carrier matches the lane header, or nil.
     private func httpsSession(token: String, prefix: String, lane: UInt32??) -> SessionID? {
-        guard let id = sessionTokens[token], let session = sessions[id], profilePrefix(session.profile) == prefix
+        guard let id = sessionTokens[token], let session = sessions[id],
+            profilePrefix(session.profile) == prefix
         else { return nil }
         switch (session.mode, lane) {
         case (.https, .none): return id
@@ -449,22 +496,28 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func uplink(
-        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID, context: inout RelayContext
+        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID,
+        context: inout RelayContext
     ) {
         let lane = laneHeader(request)
         guard request.single("content-type") == .one("application/octet-stream"),
-            case .one(let seqText) = request.single("x-up-seq"), let sequence = CanonicalDecimal.parse(seqText),
-            lane != .some(nil), !request.body.isEmpty, request.body.count <= configuration.limits.maxBodyBytes,
-            let id = httpsSession(token: token, prefix: prefix, lane: lane), var session = sessions[id]
+            case .one(let seqText) = request.single("x-up-seq"),
+            let sequence = CanonicalDecimal.parse(seqText),
+            lane != .some(nil), !request.body.isEmpty,
+            request.body.count <= configuration.limits.maxBodyBytes,
+            let id = httpsSession(token: token, prefix: prefix, lane: lane),
+            var session = sessions[id]
         else { return context.actions.append(.respond(connection, .localNotFound)) }
         session.lastActivity = context.now
         let key = (lane ?? nil) ?? 0
         let fingerprint = tokens.fingerprint(request.body)
         do {
             if try session.sequencing(sequence, body: fingerprint, lane: key) == .apply {
-                let frames = try RelaySession.decodeBatch(request.body[...], limits: configuration.limits)
-                guard try session.receiveUplink(
-                    frames, lane: session.mode == .httpsLanes ? key : nil, context: &context)
+                let frames = try RelaySession.decodeBatch(
+                    request.body[...], limits: configuration.limits)
+                guard
+                    try session.receiveUplink(
+                        frames, lane: session.mode == .httpsLanes ? key : nil, context: &context)
                 else {
                     sessions[id] = session
                     return context.actions.append(.respond(connection, .unavailable))
@@ -472,7 +525,8 @@ public struct RelayEngine: Sendable {
                 session.commitUplink(sequence, body: fingerprint, lane: key)
             }
             sessions[id] = session
-            context.actions.append(.respond(connection, .noContent([(name: "X-Up-Ack", value: String(sequence))])))
+            context.actions.append(
+                .respond(connection, .noContent([(name: "X-Up-Ack", value: String(sequence))])))
         } catch {
             sessions[id] = session
             endSession(id, context: &context)
@@ -481,16 +535,19 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func downlink(
-        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID, context: inout RelayContext
+        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID,
+        context: inout RelayContext
     ) {
         let lane = laneHeader(request)
         guard request.values(of: "content-type").isEmpty, request.body.isEmpty,
             case .one(let cursorText) = request.single("x-down-cursor"),
             let cursor = CanonicalDecimal.parse(cursorText), lane != .some(nil),
-            let id = httpsSession(token: token, prefix: prefix, lane: lane), var session = sessions[id]
+            let id = httpsSession(token: token, prefix: prefix, lane: lane),
+            var session = sessions[id]
         else { return context.actions.append(.respond(connection, .localNotFound)) }
         do {
-            let known = try session.poll(lane: (lane ?? nil) ?? 0, cursor: cursor, connection: connection, context: &context)
+            let known = try session.poll(
+                lane: (lane ?? nil) ?? 0, cursor: cursor, connection: connection, context: &context)
             sessions[id] = session
             if !known { return context.actions.append(.respond(connection, .localNotFound)) }
             if case .park(connection, _)? = context.actions.last { polls[connection] = id }
@@ -504,9 +561,11 @@ public struct RelayEngine: Sendable {
     // MARK: WebSocket carriers
 
     private mutating func upgrade(
-        _ request: RelayRequest, prefix: String, connection: ConnectionID, context: inout RelayContext
+        _ request: RelayRequest, prefix: String, connection: ConnectionID,
+        context: inout RelayContext
     ) {
-        guard request.method == "GET", request.values(of: "authorization").isEmpty, request.body.isEmpty,
+        guard request.method == "GET", request.values(of: "authorization").isEmpty,
+            request.body.isEmpty,
             request.values(of: "upgrade").contains(where: { $0.lowercased() == "websocket" }),
             request.single("sec-websocket-version") == .one("13"),
             case .one = request.single("sec-websocket-key"),
@@ -514,7 +573,8 @@ public struct RelayEngine: Sendable {
             let (token, lane) = Self.parseSubprotocol(offered), tokens.verify(token) == .session
         else { return context.actions.append(.respond(connection, .localNotFound)) }
         if applyRequestFaults(connection: connection, context: &context) { return }
-        guard let id = sessionTokens[token], var session = sessions[id], profilePrefix(session.profile) == prefix,
+        guard let id = sessionTokens[token], var session = sessions[id],
+            profilePrefix(session.profile) == prefix,
             session.attachSocket(lane: lane ?? 0, connection: connection, now: context.now),
             (lane != nil) == (session.mode == .webSocketLanes)
         else { return context.actions.append(.respond(connection, .localNotFound)) }
@@ -537,9 +597,13 @@ public struct RelayEngine: Sendable {
         }
         guard value.hasPrefix("tproxy-lane-v1.") else { return nil }
         let rest = value.dropFirst("tproxy-lane-v1.".count)
-        guard rest.utf8.count > 44, rest.utf8.dropFirst(43).first == UInt8(ascii: ".") else { return nil }
+        guard rest.utf8.count > 44, rest.utf8.dropFirst(43).first == UInt8(ascii: ".") else {
+            return nil
+        }
         let token = String(rest.prefix(43))
-        guard let id = CanonicalDecimal.parse(rest.dropFirst(44), max: UInt64(StreamID.max.rawValue)), id > 0
+        guard
+            let id = CanonicalDecimal.parse(rest.dropFirst(44), max: UInt64(StreamID.max.rawValue)),
+            id > 0
         else { return nil }
         return (token, UInt32(id))
     }

@@ -8,7 +8,8 @@ public struct RelayInstant: Hashable, Comparable, Sendable, CustomStringConverti
 
     /// An instant `milliseconds` after the origin (handy for tests and transcripts).
     public static func milliseconds(_ milliseconds: UInt64) -> RelayInstant {
-        RelayInstant(nanoseconds: milliseconds.multipliedReportingOverflow(by: 1_000_000).partialValue)
+        RelayInstant(
+            nanoseconds: milliseconds.multipliedReportingOverflow(by: 1_000_000).partialValue)
     }
 
     /// This instant moved forward by `duration` (negative durations count as zero; saturates).
@@ -17,7 +18,9 @@ public struct RelayInstant: Hashable, Comparable, Sendable, CustomStringConverti
         return RelayInstant(nanoseconds: overflow ? .max : sum)
     }
 
-    public static func < (a: RelayInstant, b: RelayInstant) -> Bool { a.nanoseconds < b.nanoseconds }
+    public static func < (a: RelayInstant, b: RelayInstant) -> Bool {
+        a.nanoseconds < b.nanoseconds
+    }
 
     public var description: String { "\(nanoseconds / 1_000_000) ms" }
 }
@@ -29,7 +32,8 @@ extension Duration {
         guard seconds >= 0 else { return 0 }
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return .max }
-        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(max(attoseconds, 0) / 1_000_000_000))
+        let (sum, overflow2) = whole.addingReportingOverflow(
+            UInt64(max(attoseconds, 0) / 1_000_000_000))
         return overflow2 ? .max : sum
     }
 }

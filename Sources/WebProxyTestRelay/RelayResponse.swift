@@ -10,7 +10,9 @@ public struct RelayResponse: Sendable, Equatable, CustomStringConvertible {
     /// The body (empty for 101, 204 and HEAD answers).
     public var body: [UInt8]
 
-    public init(status: Int, reason: String, headers: [(name: String, value: String)], body: [UInt8] = []) {
+    public init(
+        status: Int, reason: String, headers: [(name: String, value: String)], body: [UInt8] = []
+    ) {
         self.status = status
         self.reason = reason
         self.headers = headers

@@ -12,13 +12,19 @@ extension RelaySession {
         case repeatAck
     }
 
-    func sequencing(_ sequence: UInt64, body: BodyFingerprint, lane key: UInt32) throws(CarrierFailure) -> UplinkSequencing {
+    func sequencing(_ sequence: UInt64, body: BodyFingerprint, lane key: UInt32)
+        throws(CarrierFailure) -> UplinkSequencing
+    {
         let last = lanes[key]?.lastUplink
         if let last, last.sequence == sequence {
-            guard last.body == body else { throw CarrierFailure("repeat of the last X-Up-Seq with a different body") }
+            guard last.body == body else {
+                throw CarrierFailure("repeat of the last X-Up-Seq with a different body")
+            }
             return .repeatAck
         }
-        guard sequence == (last?.sequence ?? 0) + 1 else { throw CarrierFailure("X-Up-Seq out of order") }
+        guard sequence == (last?.sequence ?? 0) + 1 else {
+            throw CarrierFailure("X-Up-Seq out of order")
+        }
         return .apply
     }
 
@@ -42,20 +48,27 @@ extension RelaySession {
         lastActivity = context.now
         if let unacked = lane.unacked {
             if cursor == lane.cursor {
-                context.actions.append(.respond(connection, Self.batchResponse(unacked.body, cursor: lane.cursor + 1)))
+                context.actions.append(
+                    .respond(connection, Self.batchResponse(unacked.body, cursor: lane.cursor + 1)))
                 return true
             }
-            guard cursor == lane.cursor + 1 else { throw CarrierFailure("X-Down-Cursor is neither the last nor the next batch") }
+            guard cursor == lane.cursor + 1 else {
+                throw CarrierFailure("X-Down-Cursor is neither the last nor the next batch")
+            }
             lane.cursor = cursor
             lane.unacked = nil
             releaseBudget(bytes: unacked.bytes, items: unacked.items)
         } else {
-            guard cursor == lane.cursor else { throw CarrierFailure("X-Down-Cursor does not match") }
+            guard cursor == lane.cursor else {
+                throw CarrierFailure("X-Down-Cursor does not match")
+            }
         }
         if let older = lane.parked {
-            context.actions.append(.respond(older.connection, Self.idleResponse(cursor: lane.cursor)))
+            context.actions.append(
+                .respond(older.connection, Self.idleResponse(cursor: lane.cursor)))
         }
-        lane.parked = RelayLane.ParkedPoll(connection: connection, deadline: context.now.advanced(by: limits.longPoll))
+        lane.parked = RelayLane.ParkedPoll(
+            connection: connection, deadline: context.now.advanced(by: limits.longPoll))
         lanes[key] = lane
         markDirty(key)
         settle(context: &context)
@@ -76,16 +89,20 @@ extension RelaySession {
 
     /// Binds the multiplexed socket (websocket) or a new lane socket (websocket-lanes).
     /// Returns false when the upgrade must be refused.
-    mutating func attachSocket(lane key: UInt32, connection: ConnectionID, now: RelayInstant) -> Bool {
+    mutating func attachSocket(lane key: UInt32, connection: ConnectionID, now: RelayInstant)
+        -> Bool
+    {
         let socket = RelayLane.LaneSocket(
-            connection: connection, awaitingOpen: mode == .webSocketLanes, lastSent: now, lastReceived: now)
+            connection: connection, awaitingOpen: mode == .webSocketLanes, lastSent: now,
+            lastReceived: now)
         switch mode {
         case .webSocket:
             guard key == 0, !hadWebSocket else { return false }
             hadWebSocket = true
             lanes[0, default: RelayLane()].socket = socket
         case .webSocketLanes:
-            guard let id = StreamID(rawValue: key), !id.isSession, lanes[key] == nil, streams[id] == nil,
+            guard let id = StreamID(rawValue: key), !id.isSession, lanes[key] == nil,
+                streams[id] == nil,
                 !tombstones.contains(id), lanes.count < limits.maxStreamsPerSession
             else { return false }
             var lane = RelayLane()
@@ -105,7 +122,9 @@ extension RelaySession {
     }
 
     /// A binary message on a socket: one batch of client frames.
-    mutating func socketMessage(_ bytes: [UInt8], lane key: UInt32, context: inout RelayContext) throws(CarrierFailure) {
+    mutating func socketMessage(_ bytes: [UInt8], lane key: UInt32, context: inout RelayContext)
+        throws(CarrierFailure)
+    {
         let frames = try Self.decodeBatch(bytes[...], limits: limits)
         if mode == .webSocketLanes {
             guard let socket = lanes[key]?.socket else { return }
@@ -116,7 +135,9 @@ extension RelaySession {
                 lanes[key]?.socket?.awaitingOpen = false
             }
         }
-        guard try receiveUplink(frames, lane: mode == .webSocketLanes ? key : nil, context: &context) else {
+        guard
+            try receiveUplink(frames, lane: mode == .webSocketLanes ? key : nil, context: &context)
+        else {
             throw CarrierFailure("uplink message does not fit the pending budget")
         }
     }
@@ -125,9 +146,15 @@ extension RelaySession {
     /// was opened) is closed and tombstoned; a lane that never saw its OPEN leaves no trace.
     mutating func closeLane(_ key: UInt32, drop: Bool, context: inout RelayContext) {
         guard let lane = lanes[key] else { return }
-        if let id = StreamID(rawValue: key), streams[id] != nil { abortStream(id, context: &context) }
-        if let removed = lanes[key]?.queue.removeAll() { releaseBudget(bytes: removed.bytes, items: removed.items) }
-        if drop, let socket = lane.socket { context.actions.append(.dropConnection(socket.connection)) }
+        if let id = StreamID(rawValue: key), streams[id] != nil {
+            abortStream(id, context: &context)
+        }
+        if let removed = lanes[key]?.queue.removeAll() {
+            releaseBudget(bytes: removed.bytes, items: removed.items)
+        }
+        if drop, let socket = lane.socket {
+            context.actions.append(.dropConnection(socket.connection))
+        }
         lanes[key] = nil
         settle(context: &context)
     }
@@ -148,7 +175,8 @@ extension RelaySession {
             if let parked = lane.parked, parked.deadline <= now {
                 lanes[key]?.parked = nil
                 lastActivity = now
-                context.actions.append(.respond(parked.connection, Self.idleResponse(cursor: lane.cursor)))
+                context.actions.append(
+                    .respond(parked.connection, Self.idleResponse(cursor: lane.cursor)))
             }
             if let socket = lane.socket {
                 if socket.lastSent.advanced(by: limits.longPoll) <= now {
@@ -166,7 +194,9 @@ extension RelaySession {
 
     /// The earliest instant at which `tick` has something to do.
     var nextDeadline: RelayInstant {
-        var deadline = isAttached ? RelayInstant(nanoseconds: .max) : lastActivity.advanced(by: limits.reconnectGrace)
+        var deadline =
+            isAttached
+            ? RelayInstant(nanoseconds: .max) : lastActivity.advanced(by: limits.reconnectGrace)
         for lane in lanes.values {
             if let parked = lane.parked { deadline = min(deadline, parked.deadline) }
             if let socket = lane.socket {
@@ -179,17 +209,25 @@ extension RelaySession {
 
     /// Ends the session: closes every backend, answers parked polls with 404 and drops sockets.
     mutating func end(context: inout RelayContext) {
-        for id in streams.keys.sorted() { context.actions.append(.closeBackend(BackendID(session: self.id, stream: id))) }
+        for id in streams.keys.sorted() {
+            context.actions.append(.closeBackend(BackendID(session: self.id, stream: id)))
+        }
         for key in lanes.keys.sorted() {
             guard let lane = lanes[key] else { continue }
-            if let parked = lane.parked { context.actions.append(.respond(parked.connection, .localNotFound)) }
-            if let socket = lane.socket { context.actions.append(.dropConnection(socket.connection)) }
+            if let parked = lane.parked {
+                context.actions.append(.respond(parked.connection, .localNotFound))
+            }
+            if let socket = lane.socket {
+                context.actions.append(.dropConnection(socket.connection))
+            }
         }
         resetAll()
     }
 
     /// Decodes one carrier body or message with this relay's limits.
-    static func decodeBatch(_ body: ArraySlice<UInt8>, limits: RelayLimits) throws(CarrierFailure) -> [Frame] {
+    static func decodeBatch(_ body: ArraySlice<UInt8>, limits: RelayLimits) throws(CarrierFailure)
+        -> [Frame]
+    {
         guard !body.isEmpty else { throw CarrierFailure("empty batch") }
         var decoder = FrameDecoder(direction: .clientToRelay, maxPayload: limits.maxFramePayload)
         decoder.append(body)

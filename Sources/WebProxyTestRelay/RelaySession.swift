@@ -20,8 +20,10 @@ struct RelaySession: Sendable {
     /// Lanes whose queue or state changed since the last delivery.
     private var dirty: Set<UInt32> = []
 
-    init(id: SessionID, token: String, profile: Int, mode: CarrierMode, batchLimit: Int,
-         limits: RelayLimits, now: RelayInstant) {
+    init(
+        id: SessionID, token: String, profile: Int, mode: CarrierMode, batchLimit: Int,
+        limits: RelayLimits, now: RelayInstant
+    ) {
         self.id = id
         self.token = token
         self.profile = profile
@@ -40,12 +42,9 @@ struct RelaySession: Sendable {
     /// Whether a lane or lane socket keeps the session from idling out.
     var isAttached: Bool { lanes.values.contains { $0.parked != nil || $0.socket != nil } }
 
-    /// The client connections bound to this session (parked polls and sockets).
-    var connections: [ConnectionID] {
-        lanes.values.flatMap { [$0.parked?.connection, $0.socket?.connection].compactMap { $0 } }
+    private var mergeLimit: Int {
+        max(1, min(limits.maxFramePayload, batchLimit - Frame.headerLength))
     }
-
-    private var mergeLimit: Int { max(1, min(limits.maxFramePayload, batchLimit - Frame.headerLength)) }
 
     private func backend(_ stream: StreamID) -> BackendID { BackendID(session: id, stream: stream) }
 
@@ -64,7 +63,8 @@ struct RelaySession: Sendable {
         }
         guard budget.admitsUplink(payload: data.bytes, count: data.count) else { return false }
         var trial = self
-        var trialContext = RelayContext(limits: context.limits, now: context.now, faults: context.faults)
+        var trialContext = RelayContext(
+            limits: context.limits, now: context.now, faults: context.faults)
         try trial.apply(frames, lane: lane, context: &trialContext)
         self = trial
         context.faults = trialContext.faults
@@ -73,7 +73,9 @@ struct RelaySession: Sendable {
         return true
     }
 
-    private mutating func apply(_ frames: [Frame], lane: UInt32?, context: inout RelayContext) throws(CarrierFailure) {
+    private mutating func apply(_ frames: [Frame], lane: UInt32?, context: inout RelayContext)
+        throws(CarrierFailure)
+    {
         if let lane {
             if lane == 0 {
                 guard frames.allSatisfy({ $0.type == .pong }) else {
@@ -96,7 +98,8 @@ struct RelaySession: Sendable {
         for frame in frames { try apply(frame, context: &context) }
     }
 
-    private mutating func apply(_ frame: Frame, context: inout RelayContext) throws(CarrierFailure) {
+    private mutating func apply(_ frame: Frame, context: inout RelayContext) throws(CarrierFailure)
+    {
         switch frame {
         case .open(let id):
             guard streams[id] == nil, !tombstones.contains(id) else {
@@ -112,7 +115,9 @@ struct RelaySession: Sendable {
             }
         case .data(let id, let payload):
             guard var stream = streams[id] else {
-                guard tombstones.contains(id) else { throw CarrierFailure("DATA for never-opened stream \(id)") }
+                guard tombstones.contains(id) else {
+                    throw CarrierFailure("DATA for never-opened stream \(id)")
+                }
                 return
             }
             guard payload.count <= stream.receiveWindow else {
@@ -129,7 +134,9 @@ struct RelaySession: Sendable {
             streams[id] = stream
         case .window(let id, let delta):
             guard var stream = streams[id] else {
-                guard tombstones.contains(id) else { throw CarrierFailure("WINDOW for never-opened stream \(id)") }
+                guard tombstones.contains(id) else {
+                    throw CarrierFailure("WINDOW for never-opened stream \(id)")
+                }
                 return
             }
             stream.sendCredit = min(stream.sendCredit + Int(delta), Int(UInt32.max))
@@ -137,7 +144,9 @@ struct RelaySession: Sendable {
             admitHeld(id, context: &context)
         case .close(let id):
             guard streams[id] != nil else {
-                guard tombstones.contains(id) else { throw CarrierFailure("CLOSE for never-opened stream \(id)") }
+                guard tombstones.contains(id) else {
+                    throw CarrierFailure("CLOSE for never-opened stream \(id)")
+                }
                 return
             }
             abort(id, context: &context)
@@ -153,7 +162,9 @@ struct RelaySession: Sendable {
     mutating func backendConnected(_ id: StreamID, context: inout RelayContext) {
         guard var stream = streams[id], !stream.connected else { return }
         stream.connected = true
-        for write in stream.unsentWrites { context.actions.append(.writeBackend(backend(id), write)) }
+        for write in stream.unsentWrites {
+            context.actions.append(.writeBackend(backend(id), write))
+        }
         stream.unsentWrites = []
         streams[id] = stream
     }
@@ -167,7 +178,8 @@ struct RelaySession: Sendable {
         settle(context: &context)
     }
 
-    mutating func backendReceived(_ bytes: [UInt8], from id: StreamID, context: inout RelayContext) {
+    mutating func backendReceived(_ bytes: [UInt8], from id: StreamID, context: inout RelayContext)
+    {
         guard !bytes.isEmpty, streams[id] != nil else { return }
         streams[id]?.held += bytes
         admitHeld(id, context: &context)
@@ -235,7 +247,8 @@ struct RelaySession: Sendable {
         let shouldPause = !stream.held.isEmpty || stream.sendCredit == 0
         if shouldPause != stream.readingPaused {
             stream.readingPaused = shouldPause
-            context.actions.append(shouldPause ? .pauseBackend(backend(id)) : .resumeBackend(backend(id)))
+            context.actions.append(
+                shouldPause ? .pauseBackend(backend(id)) : .resumeBackend(backend(id)))
         }
         streams[id] = stream
     }
@@ -256,7 +269,8 @@ struct RelaySession: Sendable {
 
     private mutating func releaseUplink(_ id: StreamID) {
         guard let stream = streams[id] else { return }
-        budget.release(bytes: stream.undrainedWrites.reduce(0, +), items: stream.undrainedWrites.count)
+        budget.release(
+            bytes: stream.undrainedWrites.reduce(0, +), items: stream.undrainedWrites.count)
     }
 
     private mutating func queueClose(_ id: StreamID) {
@@ -275,9 +289,13 @@ struct RelaySession: Sendable {
         lanes[evicted.rawValue] = nil
     }
 
-    mutating func abortStream(_ id: StreamID, context: inout RelayContext) { abort(id, context: &context) }
+    mutating func abortStream(_ id: StreamID, context: inout RelayContext) {
+        abort(id, context: &context)
+    }
 
-    mutating func releaseBudget(bytes: Int, items: Int) { budget.release(bytes: bytes, items: items) }
+    mutating func releaseBudget(bytes: Int, items: Int) {
+        budget.release(bytes: bytes, items: items)
+    }
 
     mutating func markDirty(_ key: UInt32) { dirty.insert(key) }
 
@@ -318,7 +336,8 @@ struct RelaySession: Sendable {
         if mode.usesWebSocket {
             guard var socket = lane.socket, !socket.awaitingOpen else { return false }
             while !lane.queue.isEmpty {
-                let batch = lane.queue.takeBatch(maxBytes: batchLimit, maxFrames: limits.maxFramesPerBatch)
+                let batch = lane.queue.takeBatch(
+                    maxBytes: batchLimit, maxFrames: limits.maxFramesPerBatch)
                 budget.release(bytes: batch.bytes, items: batch.items)
                 released = true
                 var body = batch.body
@@ -335,16 +354,21 @@ struct RelaySession: Sendable {
             }
         } else if let parked = lane.parked {
             if !lane.queue.isEmpty {
-                let batch = lane.queue.takeBatch(maxBytes: batchLimit, maxFrames: limits.maxFramesPerBatch)
+                let batch = lane.queue.takeBatch(
+                    maxBytes: batchLimit, maxFrames: limits.maxFramesPerBatch)
                 var body = batch.body
                 context.corrupt(&body)
                 lane.unacked = (body, batch.bytes, batch.items)
                 lane.parked = nil
-                context.actions.append(.respond(parked.connection, Self.batchResponse(body, cursor: lane.cursor + 1)))
+                context.actions.append(
+                    .respond(parked.connection, Self.batchResponse(body, cursor: lane.cursor + 1)))
                 lastActivity = context.now
             } else if isClosedAndDrained(key, lane) {
                 lane.parked = nil
-                context.actions.append(.respond(parked.connection, Self.idleResponse(cursor: lane.cursor, laneClosed: true)))
+                context.actions.append(
+                    .respond(
+                        parked.connection, Self.idleResponse(cursor: lane.cursor, laneClosed: true))
+                )
                 lastActivity = context.now
             }
         }

@@ -15,7 +15,9 @@ struct RelayTokenAuthority: Sendable {
     private let bodyLow: SipHash
 
     init(random: inout some RandomNumberGenerator) {
-        func key() -> [UInt8] { (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) } }
+        func key() -> [UInt8] {
+            (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+        }
         tagHigh = SipHash(key: key())
         tagLow = SipHash(key: key())
         bodyHigh = SipHash(key: key())
@@ -39,7 +41,9 @@ struct RelayTokenAuthority: Sendable {
         let presented = bytes[16...]
         for kind in [Kind.bootstrap, .session] {
             // Constant-time comparison: accumulate differences instead of returning early.
-            let difference = zip(tag(kind, nonce: nonce), presented).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) }
+            let difference = zip(tag(kind, nonce: nonce), presented).reduce(UInt8(0)) {
+                $0 | ($1.0 ^ $1.1)
+            }
             if difference == 0 { return kind }
         }
         return nil

@@ -17,7 +17,10 @@ struct SipHash: Sendable {
         message.withUnsafeBytes { raw in
             let words = raw.count / 8
             for index in 0..<words {
-                state.compress(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self)))
+                state.compress(
+                    UInt64(
+                        littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self))
+                )
             }
             var last = UInt64(truncatingIfNeeded: raw.count) << 56
             for index in 0..<(raw.count % 8) {
@@ -42,10 +45,20 @@ struct SipHash: Sendable {
         }
 
         mutating func round() {
-            v0 &+= v1; v1 = rotate(v1, 13); v1 ^= v0; v0 = rotate(v0, 32)
-            v2 &+= v3; v3 = rotate(v3, 16); v3 ^= v2
-            v0 &+= v3; v3 = rotate(v3, 21); v3 ^= v0
-            v2 &+= v1; v1 = rotate(v1, 17); v1 ^= v2; v2 = rotate(v2, 32)
+            v0 &+= v1
+            v1 = rotate(v1, 13)
+            v1 ^= v0
+            v0 = rotate(v0, 32)
+            v2 &+= v3
+            v3 = rotate(v3, 16)
+            v3 ^= v2
+            v0 &+= v3
+            v3 = rotate(v3, 21)
+            v3 ^= v0
+            v2 &+= v1
+            v1 = rotate(v1, 17)
+            v1 ^= v2
+            v2 = rotate(v2, 32)
         }
 
         mutating func compress(_ word: UInt64) {
@@ -64,7 +77,9 @@ struct SipHash: Sendable {
             return v0 ^ v1 ^ v2 ^ v3
         }
 
-        private func rotate(_ value: UInt64, _ count: UInt64) -> UInt64 { (value << count) | (value >> (64 - count)) }
+        private func rotate(_ value: UInt64, _ count: UInt64) -> UInt64 {
+            (value << count) | (value >> (64 - count))
+        }
     }
 
     private static func littleEndianWord(_ bytes: [UInt8], at offset: Int) -> UInt64 {

@@ -69,7 +69,9 @@ struct RelayTranscript {
         var payload: [UInt8] {
             if isWholePayload { return payloadPrefix }
             var prefixLength = payloadPrefix.count
-            while prefixLength > 0, payloadPrefix[prefixLength - 1] == UInt8(truncatingIfNeeded: prefixLength - 1) {
+            while prefixLength > 0,
+                payloadPrefix[prefixLength - 1] == UInt8(truncatingIfNeeded: prefixLength - 1)
+            {
                 prefixLength -= 1
             }
             var bytes = Array(payloadPrefix[..<prefixLength])
@@ -82,9 +84,15 @@ struct RelayTranscript {
         }
 
         var encoded: [UInt8] {
-            var out: [UInt8] = [typeCode, UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
+            var out: [UInt8] = [
+                typeCode, UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF),
+                UInt8(stream & 0xFF),
+            ]
             let length = UInt32(payloadLength)
-            out += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            out += [
+                UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF),
+                UInt8(length & 0xFF),
+            ]
             return out + payload
         }
     }
@@ -126,11 +134,13 @@ struct RelayTranscript {
         let response = item["response"] as? [String: Any] ?? [:]
         let extracted = response["extracted"] as? [String: Any]
         let requestFrames = (request["frames"] as? [[String: Any]]).map(frames)
-        let body = (request["body_hex"] as? String).map(hexBytes)
+        let body =
+            (request["body_hex"] as? String).map(hexBytes)
             ?? (requestFrames ?? []).flatMap(\.encoded)
         return Exchange(
             step: item["step"] as? Int ?? 0, label: item["label"] as? String ?? "",
-            start: UInt64(item["t_start_ms"] as? Int ?? 0), elapsed: UInt64(item["elapsed_ms"] as? Int ?? 0),
+            start: UInt64(item["t_start_ms"] as? Int ?? 0),
+            elapsed: UInt64(item["elapsed_ms"] as? Int ?? 0),
             method: request["method"] as? String ?? "", path: request["path"] as? String ?? "",
             headers: headers(request["headers"]), body: body,
             status: response["status"] as? Int ?? 0, responseHeaders: headers(response["headers"]),
@@ -148,10 +158,13 @@ struct RelayTranscript {
 
     private static func message(_ item: [String: Any]) -> SocketMessage {
         let recordedFrames = (item["frames"] as? [[String: Any]]).map(frames)
-        let payload = (item["payload_hex"] as? String).map(hexBytes) ?? (recordedFrames ?? []).flatMap(\.encoded)
+        let payload =
+            (item["payload_hex"] as? String).map(hexBytes)
+            ?? (recordedFrames ?? []).flatMap(\.encoded)
         return SocketMessage(
             step: item["step"] as? Int ?? 0, socket: item["socket"] as? String ?? "",
-            fromClient: item["dir"] as? String == "client->relay", time: UInt64(item["t_ms"] as? Int ?? 0),
+            fromClient: item["dir"] as? String == "client->relay",
+            time: UInt64(item["t_ms"] as? Int ?? 0),
             opcode: item["opcode_name"] as? String, payload: payload, frames: recordedFrames,
             closeCode: item["close_code"] as? Int)
     }
@@ -166,9 +179,11 @@ struct RelayTranscript {
                 continue
             }
             let frame = ExpectedFrame(
-                typeCode: UInt8(item["type_code"] as? Int ?? 0), stream: UInt32(item["stream"] as? Int ?? 0),
+                typeCode: UInt8(item["type_code"] as? Int ?? 0),
+                stream: UInt32(item["stream"] as? Int ?? 0),
                 payloadLength: item["payload_len"] as? Int ?? 0,
-                payloadPrefix: hexBytes((item["payload_hex"] ?? item["payload_head_hex"]) as? String ?? ""),
+                payloadPrefix: hexBytes(
+                    (item["payload_hex"] ?? item["payload_head_hex"]) as? String ?? ""),
                 isWholePayload: item["payload_hex"] != nil,
                 windowDelta: (item["window_delta"] as? Int).map { UInt32($0) })
             result += Array(repeating: frame, count: pendingCopies + 1)
@@ -178,7 +193,9 @@ struct RelayTranscript {
     }
 
     private static func headers(_ value: Any?) -> [(name: String, value: String)] {
-        (value as? [[String]] ?? []).compactMap { $0.count == 2 ? (name: $0[0], value: $0[1]) : nil }
+        (value as? [[String]] ?? []).compactMap {
+            $0.count == 2 ? (name: $0[0], value: $0[1]) : nil
+        }
     }
 
     static func hexBytes(_ hex: String) -> [UInt8] {

@@ -50,7 +50,9 @@ struct TestBackends {
             let isFirstWrite = connection.mode == nil
             if isFirstWrite {
                 let head = String(decoding: bytes.prefix(4), as: UTF8.self)
-                connection.mode = head == "EOF!" ? .echoThenEnd : head == "SINK" ? .sink : head == "HOLD" ? .hold : .echo
+                connection.mode =
+                    head == "EOF!"
+                    ? .echoThenEnd : head == "SINK" ? .sink : head == "HOLD" ? .hold : .echo
             }
             switch connection.mode {
             case .echo:
@@ -94,7 +96,9 @@ struct TestBackends {
     }
 
     mutating func read(_ id: BackendID) -> Read? {
-        guard var connection = connections[id], !connection.paused, !connection.ended else { return nil }
+        guard var connection = connections[id], !connection.paused, !connection.ended else {
+            return nil
+        }
         defer { connections[id] = connection }
         if !connection.outbox.isEmpty {
             let chunk = Array(connection.outbox.prefix(Self.readChunk))

@@ -41,7 +41,8 @@ struct TranscriptReplay {
     }
 
     static let relevantHeaders = [
-        "Content-Type", "Cache-Control", "X-Carrier-Mode", "X-Down-Cursor", "X-Up-Ack", "X-Lane-Closed",
+        "Content-Type", "Cache-Control", "X-Carrier-Mode", "X-Down-Cursor", "X-Up-Ack",
+        "X-Lane-Closed",
         "Retry-After", "Sec-WebSocket-Protocol",
     ]
 
@@ -57,14 +58,17 @@ struct TranscriptReplay {
         ]
         return RelayConfiguration(
             host: try RelayHost("proxy.example.com"),
-            profiles: try profiles.map { RelayProfile(secret: try ProxySecret(parsing: $0.0), carrierMode: $0.1) },
+            profiles: try profiles.map {
+                RelayProfile(secret: try ProxySecret(parsing: $0.0), carrierMode: $0.1)
+            },
             limits: limits)
     }
 
     init(_ transcript: RelayTranscript, seed: UInt64 = 1) throws {
         self.transcript = transcript
         engine = RelayEngine(
-            configuration: try Self.configuration(longPollMilliseconds: transcript.longPollMilliseconds),
+            configuration: try Self.configuration(
+                longPollMilliseconds: transcript.longPollMilliseconds),
             random: SeededGenerator(seed: seed))
     }
 
@@ -104,7 +108,8 @@ struct TranscriptReplay {
         pending[connection] = exchange
         let request = RelayRequest(
             method: exchange.method, rawTarget: substitute(exchange.path),
-            headers: exchange.headers.map { (name: $0.name, value: substitute($0.value)) }, body: exchange.body)
+            headers: exchange.headers.map { (name: $0.name, value: substitute($0.value)) },
+            body: exchange.body)
         perform(engine.handle(request, connection: connection, now: now))
     }
 
@@ -121,7 +126,8 @@ struct TranscriptReplay {
         case "pong": inbound = .pong
         case "close": inbound = .close
         default:
-            mismatches.append("step \(message.step): cannot replay client opcode \(message.opcode ?? "none")")
+            mismatches.append(
+                "step \(message.step): cannot replay client opcode \(message.opcode ?? "none")")
             return
         }
         perform(engine.webSocketReceived(inbound, connection: connection, now: now))
@@ -135,11 +141,14 @@ struct TranscriptReplay {
             case .connected(let id):
                 dispatch(engine.backendConnected(id, now: now))
             case .drained(let id, let count):
-                if backends.isConnected(id) { dispatch(engine.backendDrained(count, backend: id, now: now)) }
+                if backends.isConnected(id) {
+                    dispatch(engine.backendDrained(count, backend: id, now: now))
+                }
             case .readable(let id):
                 while let read = backends.read(id) {
                     switch read {
-                    case .bytes(let bytes): dispatch(engine.backendReceived(bytes, from: id, now: now))
+                    case .bytes(let bytes):
+                        dispatch(engine.backendReceived(bytes, from: id, now: now))
                     case .end: dispatch(engine.backendEnded(id, now: now))
                     }
                 }
@@ -150,7 +159,8 @@ struct TranscriptReplay {
     private mutating func dispatch(_ actions: [RelayAction]) {
         for action in actions {
             switch action {
-            case .respond(let connection, let response), .acceptWebSocket(let connection, let response):
+            case .respond(let connection, let response),
+                .acceptWebSocket(let connection, let response):
                 answered(connection, response)
             case .resetConnection(let connection):
                 mismatches.append("\(connection) was reset")
@@ -185,7 +195,9 @@ struct TranscriptReplay {
     private mutating func learn(_ role: String, _ value: String?, step: Int) {
         guard let value else { return mismatches.append("step \(step): no value for \(role)") }
         if let known = roles[role] {
-            if known != value { mismatches.append("step \(step): \(role) differs from the one issued before") }
+            if known != value {
+                mismatches.append("step \(step): \(role) differs from the one issued before")
+            }
         } else {
             roles[role] = value
         }
@@ -203,7 +215,8 @@ struct TranscriptReplay {
         }
         let waited = now.nanoseconds / 1_000_000 - exchange.start
         if (exchange.elapsed >= 2500) != (waited >= 2500) {
-            mismatches.append("\(step): answered after \(waited) ms, recorded \(exchange.elapsed) ms")
+            mismatches.append(
+                "\(step): answered after \(waited) ms, recorded \(exchange.elapsed) ms")
         }
         let isPage = response.value(of: "Content-Type")?.hasPrefix("text/html") == true
         let page = isPage ? String(decoding: response.body, as: UTF8.self) : ""
@@ -212,7 +225,9 @@ struct TranscriptReplay {
             case "response.headers.X-Session-Token":
                 learn(role, response.value(of: "X-Session-Token"), step: exchange.step)
             case "response.extracted.const_statement":
-                let bootstrap = page.firstRange(of: "bootstrap=\"").map { String(page[$0.upperBound...].prefix(43)) }
+                let bootstrap = page.firstRange(of: "bootstrap=\"").map {
+                    String(page[$0.upperBound...].prefix(43))
+                }
                 learn(role, bootstrap, step: exchange.step)
             default:
                 break
@@ -224,10 +239,14 @@ struct TranscriptReplay {
         for name in Self.relevantHeaders {
             let wanted = recordedHeader(name).map(substitute)
             if response.value(of: name) != wanted {
-                mismatches.append("\(step): \(name) is \(response.value(of: name) ?? "absent"), recorded \(wanted ?? "absent")")
+                mismatches.append(
+                    "\(step): \(name) is \(response.value(of: name) ?? "absent"), recorded \(wanted ?? "absent")"
+                )
             }
         }
-        if (response.value(of: "X-Session-Token") == nil) != (recordedHeader("X-Session-Token") == nil) {
+        if (response.value(of: "X-Session-Token") == nil)
+            != (recordedHeader("X-Session-Token") == nil)
+        {
             mismatches.append("\(step): X-Session-Token presence differs")
         }
         if let statement = exchange.constStatement, !page.contains(substitute(statement)) {
@@ -238,12 +257,16 @@ struct TranscriptReplay {
         }
         if let frames = exchange.responseFrames {
             compare(response.body, frames, step)
-        } else if exchange.status == 200, response.value(of: "Content-Type") == "application/octet-stream" {
+        } else if exchange.status == 200,
+            response.value(of: "Content-Type") == "application/octet-stream"
+        {
             mismatches.append("\(step): unexpected frame body")
         }
     }
 
-    private mutating func compare(_ body: [UInt8], _ wanted: [RelayTranscript.ExpectedFrame], _ step: String) {
+    private mutating func compare(
+        _ body: [UInt8], _ wanted: [RelayTranscript.ExpectedFrame], _ step: String
+    ) {
         let frames: [Frame]
         do {
             frames = try FrameBatch.decode(body[...], direction: .relayToClient)
@@ -258,9 +281,11 @@ struct TranscriptReplay {
             let payload = Array(frame.encoded.dropFirst(Frame.headerLength))
             var delta: UInt32?
             if case .window(_, let d) = frame { delta = d }
-            let same = frame.type.rawValue == recorded.typeCode && frame.stream.rawValue == recorded.stream
+            let same =
+                frame.type.rawValue == recorded.typeCode && frame.stream.rawValue == recorded.stream
                 && payload.count == recorded.payloadLength && delta == recorded.windowDelta
-                && (recorded.isWholePayload ? payload == recorded.payloadPrefix
+                && (recorded.isWholePayload
+                    ? payload == recorded.payloadPrefix
                     : payload.starts(with: recorded.payloadPrefix))
             if !same { mismatches.append("\(step): frames \(ours), recorded \(wanted)") }
         }
@@ -270,7 +295,8 @@ struct TranscriptReplay {
         for (name, messages) in expected.sorted(by: { $0.key < $1.key }) {
             let outputs = sockets[name].flatMap { sent[$0] } ?? []
             if outputs.count != messages.count {
-                mismatches.append("socket \(name): sent \(outputs.count) events, recorded \(messages.count)")
+                mismatches.append(
+                    "socket \(name): sent \(outputs.count) events, recorded \(messages.count)")
             }
             for (output, message) in zip(outputs, messages) {
                 comparedSocketEvents += 1
@@ -281,15 +307,21 @@ struct TranscriptReplay {
                 case (.ping, "ping"), (.end, nil):
                     break
                 case (.pong(let payload), "pong"):
-                    if payload != message.payload { mismatches.append("\(step): pong payload differs") }
+                    if payload != message.payload {
+                        mismatches.append("\(step): pong payload differs")
+                    }
                 case (.close(let code), "close"):
-                    if Int(code) != message.closeCode { mismatches.append("\(step): close code \(code)") }
+                    if Int(code) != message.closeCode {
+                        mismatches.append("\(step): close code \(code)")
+                    }
                 default:
-                    mismatches.append("\(step): sent \(output), recorded \(message.opcode ?? "TCP end")")
+                    mismatches.append(
+                        "\(step): sent \(output), recorded \(message.opcode ?? "TCP end")")
                 }
             }
         }
-        for (name, connection) in sockets where expected[name] == nil && !(sent[connection] ?? []).isEmpty {
+        for (name, connection) in sockets
+        where expected[name] == nil && !(sent[connection] ?? []).isEmpty {
             mismatches.append("socket \(name): sent events the recording does not have")
         }
     }
