@@ -1,3 +1,0 @@
-/// WebProxyTestRelay: a relay written from the wire contract, used by the tests, the demo
-/// and the benchmarks.
-public enum WebProxyTestRelay {}
