@@ -1,3 +1,5 @@
+import WebProxyCore
+
 /// The bridge document for a fresh bootstrap (contract section 2): a tiny page whose script
 /// declares exactly the two statements a native client parses, with the reference headers.
 enum BridgePage {

@@ -2,7 +2,7 @@ import WebProxyCore
 
 /// The shell's handle for one client connection (for HTTP/2, one request stream). A parked
 /// long poll or an upgraded WebSocket stays bound to it until the engine answers or drops it.
-public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+public struct RelayConnectionID: Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt64
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "connection \(rawValue)" }
@@ -44,24 +44,24 @@ public enum WebSocketInbound: Sendable, Equatable {
 /// Something the shell must do.
 public enum RelayAction: Sendable, Equatable {
     /// Write this HTTP response on the connection.
-    case respond(ConnectionID, RelayResponse)
+    case respond(RelayConnectionID, RelayResponse)
     /// Keep the request open; the engine answers it by `until` (after a `tick` at or after it).
-    case park(ConnectionID, until: RelayInstant)
+    case park(RelayConnectionID, until: RelayInstant)
     /// Write this 101 response (plus `Sec-WebSocket-Accept`, `Upgrade` and `Connection`) and
     /// switch the connection to WebSocket.
-    case acceptWebSocket(ConnectionID, RelayResponse)
+    case acceptWebSocket(RelayConnectionID, RelayResponse)
     /// Fault injection: the request was applied, but reset the connection without answering.
-    case resetConnection(ConnectionID)
+    case resetConnection(RelayConnectionID)
     /// Send one binary WebSocket message.
-    case sendMessage(ConnectionID, [UInt8])
+    case sendMessage(RelayConnectionID, [UInt8])
     /// Send a WebSocket Ping with an empty payload.
-    case sendPing(ConnectionID)
+    case sendPing(RelayConnectionID)
     /// Send a WebSocket Pong carrying `payload`.
-    case sendPong(ConnectionID, [UInt8])
+    case sendPong(RelayConnectionID, [UInt8])
     /// Send a WebSocket Close with `code` (1000 or 1009), then close the TCP connection.
-    case closeWebSocket(ConnectionID, code: UInt16)
+    case closeWebSocket(RelayConnectionID, code: UInt16)
     /// Close the TCP connection at once, with no WebSocket close frame.
-    case dropConnection(ConnectionID)
+    case dropConnection(RelayConnectionID)
     /// Open a TCP connection to the backend of profile `profile` for this stream.
     case dialBackend(BackendID, profile: Int)
     /// Write these bytes to the backend; report `backendDrained` as they reach the socket.
@@ -96,7 +96,7 @@ public enum RelayAction: Sendable, Equatable {
     }
 
     /// The client connection this action ends, if it ends one.
-    var endedConnection: ConnectionID? {
+    var endedConnection: RelayConnectionID? {
         switch self {
         case .respond(let c, _), .resetConnection(let c), .closeWebSocket(let c, _),
             .dropConnection(let c):

@@ -9,7 +9,7 @@ import WebProxyCore
 /// tombstones, flow control in both directions, and which 404s end a session.
 public struct RelayEngine: Sendable {
     /// The relay being played.
-    public let configuration: RelayConfiguration
+    public let configuration: TestRelayConfiguration
     /// Faults to inject; tests and the demo set them between events.
     public var faults = RelayFaults()
 
@@ -23,10 +23,10 @@ public struct RelayEngine: Sendable {
     private var closedTokens: [String: RelayInstant] = [:]
     private var closedOrder: [String] = []
     private var nextSessionNumber: UInt64 = 1
-    private var polls: [ConnectionID: SessionID] = [:]
-    private var sockets: [ConnectionID: SessionID] = [:]
+    private var polls: [RelayConnectionID: SessionID] = [:]
+    private var sockets: [RelayConnectionID: SessionID] = [:]
     /// Connections whose next response is replaced by a reset (fault injection).
-    private var resetOnResponse: Set<ConnectionID> = []
+    private var resetOnResponse: Set<RelayConnectionID> = []
 
     private struct Bootstrap: Sendable {
         let profile: Int
@@ -36,7 +36,7 @@ public struct RelayEngine: Sendable {
     }
 
     /// A relay for `configuration`; `random` supplies token nonces, keys and CSP nonces.
-    public init(configuration: RelayConfiguration, random: some RandomNumberGenerator & Sendable) {
+    public init(configuration: TestRelayConfiguration, random: some RandomNumberGenerator & Sendable) {
         self.configuration = configuration
         var random = random
         tokens = RelayTokenAuthority(random: &random)
@@ -53,7 +53,7 @@ public struct RelayEngine: Sendable {
 
     /// An HTTP request on `connection`.
     public mutating func handle(
-        _ request: RelayRequest, connection: ConnectionID, now: RelayInstant
+        _ request: RelayRequest, connection: RelayConnectionID, now: RelayInstant
     ) -> [RelayAction] {
         var context = makeContext(now)
         route(request, connection: connection, context: &context)
@@ -62,7 +62,7 @@ public struct RelayEngine: Sendable {
 
     /// Something read from an upgraded WebSocket connection.
     public mutating func webSocketReceived(
-        _ inbound: WebSocketInbound, connection: ConnectionID, now: RelayInstant
+        _ inbound: WebSocketInbound, connection: RelayConnectionID, now: RelayInstant
     ) -> [RelayAction] {
         var context = makeContext(now)
         guard let id = sockets[connection], var session = sessions[id],
@@ -70,7 +70,7 @@ public struct RelayEngine: Sendable {
         else {
             return []
         }
-        let lanes = session.mode == .webSocketLanes
+        let lanes = session.mode == .websocketLanes
         session.socketHeard(lane: key, now: now)
         var failed = false
         var closeCode: UInt16?
@@ -111,7 +111,7 @@ public struct RelayEngine: Sendable {
     }
 
     /// The client connection ended (TCP loss, or the shell gave up on it).
-    public mutating func connectionClosed(_ connection: ConnectionID, now: RelayInstant)
+    public mutating func connectionClosed(_ connection: RelayConnectionID, now: RelayInstant)
         -> [RelayAction]
     {
         var context = makeContext(now)
@@ -120,7 +120,7 @@ public struct RelayEngine: Sendable {
             let key = session.lane(of: connection)
         {
             session.lanes[key]?.socket = nil
-            if session.mode == .webSocketLanes {
+            if session.mode == .websocketLanes {
                 session.closeLane(key, drop: false, context: &context)
                 sessions[id] = session
             } else {
@@ -268,7 +268,7 @@ public struct RelayEngine: Sendable {
     private enum Endpoint: String { case session, up, down, ws }
 
     private mutating func route(
-        _ request: RelayRequest, connection: ConnectionID, context: inout RelayContext
+        _ request: RelayRequest, connection: RelayConnectionID, context: inout RelayContext
     ) {
         func respond(_ response: RelayResponse) {
             var response = response
@@ -349,7 +349,7 @@ public struct RelayEngine: Sendable {
             let isIPv4 =
                 value.split(separator: ".", omittingEmptySubsequences: false).count == 4
                 && value.split(separator: ".", omittingEmptySubsequences: false).allSatisfy {
-                    CanonicalDecimal.parse($0, max: 255) != nil
+                    CanonicalDecimal.parse($0, maximum: 255) != nil
                 }
             let isIPv6 =
                 value.contains(":") && value.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
@@ -366,7 +366,7 @@ public struct RelayEngine: Sendable {
     }
 
     /// Injected 503s and response resets. Returns true when the request was answered.
-    private mutating func applyRequestFaults(connection: ConnectionID, context: inout RelayContext)
+    private mutating func applyRequestFaults(connection: RelayConnectionID, context: inout RelayContext)
         -> Bool
     {
         if context.faults.unavailableResponses > 0 {
@@ -415,7 +415,7 @@ public struct RelayEngine: Sendable {
     // MARK: Session create and delete
 
     private mutating func createSession(
-        _ request: RelayRequest, bootstrap: String, prefix: String, connection: ConnectionID,
+        _ request: RelayRequest, bootstrap: String, prefix: String, connection: RelayConnectionID,
         context: inout RelayContext
     ) {
         guard request.single("content-type") == .one("application/octet-stream"),
@@ -453,7 +453,7 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func deleteSession(
-        _ request: RelayRequest, token: String, connection: ConnectionID,
+        _ request: RelayRequest, token: String, connection: RelayConnectionID,
         context: inout RelayContext
     ) {
         guard request.values(of: "content-type").isEmpty, request.body.isEmpty else {
@@ -478,7 +478,7 @@ public struct RelayEngine: Sendable {
         case .many: return .some(nil)
         case .one(let value):
             return .some(
-                CanonicalDecimal.parse(value, max: UInt64(StreamID.max.rawValue)).map { UInt32($0) }
+                CanonicalDecimal.parse(value, maximum: UInt64(StreamID.max.rawValue)).map { UInt32($0) }
             )
         }
     }
@@ -496,7 +496,7 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func uplink(
-        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID,
+        _ request: RelayRequest, token: String, prefix: String, connection: RelayConnectionID,
         context: inout RelayContext
     ) {
         let lane = laneHeader(request)
@@ -535,7 +535,7 @@ public struct RelayEngine: Sendable {
     }
 
     private mutating func downlink(
-        _ request: RelayRequest, token: String, prefix: String, connection: ConnectionID,
+        _ request: RelayRequest, token: String, prefix: String, connection: RelayConnectionID,
         context: inout RelayContext
     ) {
         let lane = laneHeader(request)
@@ -561,7 +561,7 @@ public struct RelayEngine: Sendable {
     // MARK: WebSocket carriers
 
     private mutating func upgrade(
-        _ request: RelayRequest, prefix: String, connection: ConnectionID,
+        _ request: RelayRequest, prefix: String, connection: RelayConnectionID,
         context: inout RelayContext
     ) {
         guard request.method == "GET", request.values(of: "authorization").isEmpty,
@@ -576,7 +576,7 @@ public struct RelayEngine: Sendable {
         guard let id = sessionTokens[token], var session = sessions[id],
             profilePrefix(session.profile) == prefix,
             session.attachSocket(lane: lane ?? 0, connection: connection, now: context.now),
-            (lane != nil) == (session.mode == .webSocketLanes)
+            (lane != nil) == (session.mode == .websocketLanes)
         else { return context.actions.append(.respond(connection, .localNotFound)) }
         sessions[id] = session
         sockets[connection] = id
@@ -602,7 +602,7 @@ public struct RelayEngine: Sendable {
         }
         let token = String(rest.prefix(43))
         guard
-            let id = CanonicalDecimal.parse(rest.dropFirst(44), max: UInt64(StreamID.max.rawValue)),
+            let id = CanonicalDecimal.parse(rest.dropFirst(44), maximum: UInt64(StreamID.max.rawValue)),
             id > 0
         else { return nil }
         return (token, UInt32(id))

@@ -19,12 +19,12 @@ struct RelayLane: Sendable {
     var socket: LaneSocket?
 
     struct ParkedPoll: Sendable {
-        var connection: ConnectionID
+        var connection: RelayConnectionID
         var deadline: RelayInstant
     }
 
     struct LaneSocket: Sendable {
-        var connection: ConnectionID
+        var connection: RelayConnectionID
         /// websocket-lanes: the first message must begin with OPEN(lane id).
         var awaitingOpen: Bool
         var lastSent: RelayInstant

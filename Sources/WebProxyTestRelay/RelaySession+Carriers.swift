@@ -42,7 +42,7 @@ extension RelaySession {
     /// A `/down` with `cursor` on `lane`: replays, acknowledges, answers or parks.
     /// Returns false for a lane the session does not know (404, the session survives).
     mutating func poll(
-        lane key: UInt32, cursor: UInt64, connection: ConnectionID, context: inout RelayContext
+        lane key: UInt32, cursor: UInt64, connection: RelayConnectionID, context: inout RelayContext
     ) throws(CarrierFailure) -> Bool {
         guard var lane = lanes[key] else { return false }
         lastActivity = context.now
@@ -79,7 +79,7 @@ extension RelaySession {
     }
 
     /// Forgets a parked poll whose connection went away.
-    mutating func forgetPoll(_ connection: ConnectionID) {
+    mutating func forgetPoll(_ connection: RelayConnectionID) {
         for (key, lane) in lanes where lane.parked?.connection == connection {
             lanes[key]?.parked = nil
         }
@@ -89,18 +89,18 @@ extension RelaySession {
 
     /// Binds the multiplexed socket (websocket) or a new lane socket (websocket-lanes).
     /// Returns false when the upgrade must be refused.
-    mutating func attachSocket(lane key: UInt32, connection: ConnectionID, now: RelayInstant)
+    mutating func attachSocket(lane key: UInt32, connection: RelayConnectionID, now: RelayInstant)
         -> Bool
     {
         let socket = RelayLane.LaneSocket(
-            connection: connection, awaitingOpen: mode == .webSocketLanes, lastSent: now,
+            connection: connection, awaitingOpen: mode == .websocketLanes, lastSent: now,
             lastReceived: now)
         switch mode {
-        case .webSocket:
+        case .websocket:
             guard key == 0, !hadWebSocket else { return false }
             hadWebSocket = true
             lanes[0, default: RelayLane()].socket = socket
-        case .webSocketLanes:
+        case .websocketLanes:
             guard let id = StreamID(rawValue: key), !id.isSession, lanes[key] == nil,
                 streams[id] == nil,
                 !tombstones.contains(id), lanes.count < limits.maxStreamsPerSession
@@ -126,7 +126,7 @@ extension RelaySession {
         throws(CarrierFailure)
     {
         let frames = try Self.decodeBatch(bytes[...], limits: limits)
-        if mode == .webSocketLanes {
+        if mode == .websocketLanes {
             guard let socket = lanes[key]?.socket else { return }
             if socket.awaitingOpen {
                 guard case .open(let id)? = frames.first, id.rawValue == key else {
@@ -136,7 +136,7 @@ extension RelaySession {
             }
         }
         guard
-            try receiveUplink(frames, lane: mode == .webSocketLanes ? key : nil, context: &context)
+            try receiveUplink(frames, lane: mode == .websocketLanes ? key : nil, context: &context)
         else {
             throw CarrierFailure("uplink message does not fit the pending budget")
         }
@@ -160,7 +160,7 @@ extension RelaySession {
     }
 
     /// Which lane a socket connection is bound to.
-    func lane(of connection: ConnectionID) -> UInt32? {
+    func lane(of connection: RelayConnectionID) -> UInt32? {
         lanes.first { $0.value.socket?.connection == connection }?.key
     }
 
@@ -184,7 +184,7 @@ extension RelaySession {
                     lanes[key]?.socket?.lastSent = now
                 }
                 if socket.lastReceived.advanced(by: limits.longPoll * 2) <= now {
-                    guard mode == .webSocketLanes else { return false }
+                    guard mode == .websocketLanes else { return false }
                     closeLane(key, drop: true, context: &context)
                 }
             }

@@ -33,7 +33,7 @@ struct RelaySession: Sendable {
         lastActivity = now
         tombstones = TombstoneSet(capacity: limits.maxTombstones)
         budget = PendingBudget(limits: limits)
-        if mode != .webSocketLanes { lanes[0] = RelayLane() }
+        if mode != .websocketLanes { lanes[0] = RelayLane() }
     }
 
     /// The lane carrying a stream's frames.
@@ -346,7 +346,7 @@ struct RelaySession: Sendable {
                 socket.lastSent = context.now
             }
             lane.socket = socket
-            if mode == .webSocketLanes, streams[StreamID(rawValue: key) ?? .session] == nil {
+            if mode == .websocketLanes, streams[StreamID(rawValue: key) ?? .session] == nil {
                 // The lane's stream is over and everything was sent: drop the socket (no close frame).
                 context.actions.append(.dropConnection(socket.connection))
                 lanes[key] = nil

@@ -24,7 +24,7 @@ import WebProxyCore
                 secret: try ProxySecret(parsing: RelayEngineTests.secret),
                 basePath: try basePath.map { try BasePath($0) }, carrierMode: mode)
             engine = RelayEngine(
-                configuration: RelayConfiguration(
+                configuration: TestRelayConfiguration(
                     host: try RelayHost(RelayEngineTests.host), profiles: [profile],
                     limits: relayLimits),
                 random: SeededGenerator(seed: 7))
@@ -41,8 +41,8 @@ import WebProxyCore
             _ method: String, _ target: String, bearer: String? = nil,
             headers: [(name: String, value: String)] = [],
             body: [UInt8] = []
-        ) -> (ConnectionID, [RelayAction]) {
-            let connection = ConnectionID(nextConnection)
+        ) -> (RelayConnectionID, [RelayAction]) {
+            let connection = RelayConnectionID(nextConnection)
             nextConnection += 1
             var fields = [(name: "Host", value: RelayEngineTests.host)]
             if let bearer { fields.append((name: "Authorization", value: "Bearer " + bearer)) }
@@ -94,7 +94,7 @@ import WebProxyCore
                 body: frames.encodedBatch())
         }
 
-        mutating func down(_ token: String, _ cursor: Int) -> (ConnectionID, [RelayAction]) {
+        mutating func down(_ token: String, _ cursor: Int) -> (RelayConnectionID, [RelayAction]) {
             request(
                 "POST", capability.apiPathPrefix + "/down", bearer: token,
                 headers: [(name: "X-Down-Cursor", value: String(cursor))])
@@ -116,7 +116,7 @@ import WebProxyCore
     }
 
     @Test func bridgePageDeclaresTheStatementsAClientParses() throws {
-        var relay = try Relay(mode: .webSocketLanes)
+        var relay = try Relay(mode: .websocketLanes)
         let responseResult = relay.respond("GET", relay.capability.bridgePath)
         let response = try #require(responseResult)
         let page = String(decoding: response.body, as: UTF8.self)
@@ -189,7 +189,7 @@ import WebProxyCore
         #expect(relay.engine.sessionCount == 0)
         #expect(
             relay.down(token, 0).1 == [
-                .respond(ConnectionID(relay.nextConnection - 1), .localNotFound)
+                .respond(RelayConnectionID(relay.nextConnection - 1), .localNotFound)
             ])
         #expect(relay.respond("DELETE", "/api/v1/session", bearer: token)?.status == 204)
         _ = relay.advance(milliseconds: 120_000)

@@ -23,9 +23,9 @@ struct TranscriptReplay {
     private var backends = TestBackends()
     private var now = RelayInstant.milliseconds(0)
     private var roles: [String: String] = [:]
-    private var sockets: [String: ConnectionID] = [:]
-    private var pending: [ConnectionID: RelayTranscript.Exchange] = [:]
-    private var sent: [ConnectionID: [SocketOutput]] = [:]
+    private var sockets: [String: RelayConnectionID] = [:]
+    private var pending: [RelayConnectionID: RelayTranscript.Exchange] = [:]
+    private var sent: [RelayConnectionID: [SocketOutput]] = [:]
     private var expected: [String: [RelayTranscript.SocketMessage]] = [:]
     private var nextConnection: UInt64 = 1
     private(set) var mismatches: [String] = []
@@ -47,16 +47,16 @@ struct TranscriptReplay {
     ]
 
     /// The recording relay: host proxy.example.com and one profile per carrier (README).
-    static func configuration(longPollMilliseconds: UInt64) throws -> RelayConfiguration {
+    static func configuration(longPollMilliseconds: UInt64) throws -> TestRelayConfiguration {
         var limits = RelayLimits()
         limits.longPoll = .milliseconds(Int64(longPollMilliseconds))
         let profiles: [(String, CarrierMode)] = [
             ("000102030405060708090a0b0c0d0e0f", .https),
             ("dd000102030405060708090a0b0c0d0e0f", .httpsLanes),
-            ("101112131415161718191a1b1c1d1e1f", .webSocket),
-            ("202122232425262728292a2b2c2d2e2f", .webSocketLanes),
+            ("101112131415161718191a1b1c1d1e1f", .websocket),
+            ("202122232425262728292a2b2c2d2e2f", .websocketLanes),
         ]
-        return RelayConfiguration(
+        return TestRelayConfiguration(
             host: try RelayHost("proxy.example.com"),
             profiles: try profiles.map {
                 RelayProfile(secret: try ProxySecret(parsing: $0.0), carrierMode: $0.1)
@@ -102,7 +102,7 @@ struct TranscriptReplay {
     }
 
     private mutating func send(_ exchange: RelayTranscript.Exchange) {
-        let connection = ConnectionID(nextConnection)
+        let connection = RelayConnectionID(nextConnection)
         nextConnection += 1
         if let socket = exchange.socket { sockets[socket] = connection }
         pending[connection] = exchange
@@ -203,7 +203,7 @@ struct TranscriptReplay {
         }
     }
 
-    private mutating func answered(_ connection: ConnectionID, _ response: RelayResponse) {
+    private mutating func answered(_ connection: RelayConnectionID, _ response: RelayResponse) {
         guard let exchange = pending.removeValue(forKey: connection) else {
             return mismatches.append("\(connection): response without a request")
         }

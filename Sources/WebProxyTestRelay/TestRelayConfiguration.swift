@@ -1,18 +1,8 @@
 import WebProxyCore
 
-/// How a profile's sessions carry frames (contract section 4). Fixed per profile.
-public enum CarrierMode: String, Sendable, CaseIterable {
-    /// One serialized `/up` and one `/down` long poll per session.
-    case https = "https"
-    /// One HTTPS uplink/downlink pair per stream, selected by `X-Lane-ID`.
-    case httpsLanes = "https-lanes"
-    /// One multiplexed WebSocket per session.
-    case webSocket = "websocket"
-    /// One WebSocket per stream.
-    case webSocketLanes = "websocket-lanes"
-
-    var usesLanes: Bool { self == .httpsLanes || self == .webSocketLanes }
-    var usesWebSocket: Bool { self == .webSocket || self == .webSocketLanes }
+extension CarrierMode {
+    var usesLanes: Bool { self == .httpsLanes || self == .websocketLanes }
+    var usesWebSocket: Bool { self == .websocket || self == .websocketLanes }
 }
 
 /// One secret the relay serves: its capability decides the bridge page and the carrier.
@@ -74,7 +64,7 @@ public struct RelayLimits: Sendable {
 }
 
 /// Everything the engine needs to know about the relay it plays.
-public struct RelayConfiguration: Sendable {
+public struct TestRelayConfiguration: Sendable {
     /// The canonical public hostname H (`Host` must be H or H:443).
     public var host: RelayHost
     /// The secrets served; their capabilities select the bridge page.
