@@ -1,0 +1,85 @@
+import WebProxyCore
+
+/// The HTTP requests one machine has in flight or waiting for a retry, with what each is
+/// for. Retries resend the stored request unchanged (same sequence, cursor and bytes)
+/// under a new attempt id, as `RequestRetry` decides.
+struct HTTPExchanges: Sendable {
+    struct Exchange: Sendable {
+        let operation: HTTPOperation
+        let request: CarrierRequest
+        let deadline: Duration
+        var retry: RequestRetry<MonotonicInstant>
+    }
+
+    private var inFlight: [RequestID: Exchange] = [:]
+    /// Failed attempts waiting for their `.retry` timer.
+    private var waiting: [RequestID: Exchange] = [:]
+    let policy: RetryPolicy
+
+    init(policy: RetryPolicy) {
+        self.policy = policy
+    }
+
+    var isEmpty: Bool { inFlight.isEmpty && waiting.isEmpty }
+
+    /// Whether `id` is an attempt in flight here.
+    func isInFlight(_ id: RequestID) -> Bool { inFlight[id] != nil }
+
+    /// Whether `id` is a failed attempt waiting for its retry timer here.
+    func isWaiting(_ id: RequestID) -> Bool { waiting[id] != nil }
+
+    /// Sends a new operation.
+    @discardableResult
+    mutating func send(
+        _ operation: HTTPOperation, _ request: CarrierRequest, deadline: Duration, step: inout SessionStep
+    ) -> RequestID {
+        let exchange = Exchange(
+            operation: operation, request: request, deadline: deadline,
+            retry: RequestRetry(policy: policy, firstAttempt: step.now))
+        return dispatch(exchange, step: &step)
+    }
+
+    /// Takes the exchange an answer belongs to (nil: an abandoned attempt).
+    mutating func take(_ id: RequestID) -> Exchange? { inFlight.removeValue(forKey: id) }
+
+    /// Records a failed attempt of `exchange` (whose id was `id`): schedules its retry, or
+    /// returns the error that ends the operation.
+    mutating func failed(
+        _ exchange: Exchange, id: RequestID, _ failure: RequestFailure, wallClockSeconds: Int64,
+        step: inout SessionStep
+    ) -> CarrierError? {
+        var exchange = exchange
+        switch exchange.retry.attemptFailed(failure, now: step.now, wallClockSeconds: wallClockSeconds, using: &step.random) {
+        case .giveUp(let error):
+            return error
+        case .retry(let wait):
+            waiting[id] = exchange
+            step.emit(.log(.requestRetry(exchange.operation, failedAttempts: exchange.retry.failedAttempts, after: wait)))
+            step.emit(.schedule(.retry(id), at: step.now.advanced(by: wait)))
+            return nil
+        }
+    }
+
+    /// The retry timer of failed attempt `id` fired: resend. False when `id` is not waiting here.
+    mutating func retryTimerFired(_ id: RequestID, step: inout SessionStep) -> Bool {
+        guard let exchange = waiting.removeValue(forKey: id) else { return false }
+        dispatch(exchange, step: &step)
+        return true
+    }
+
+    /// Abandons everything: cancels requests in flight and pending retry timers.
+    mutating func cancelAll(step: inout SessionStep) {
+        for id in inFlight.keys.sorted() { step.emit(.cancelHTTP(id)) }
+        for id in waiting.keys.sorted() { step.emit(.cancelTimer(.retry(id))) }
+        inFlight = [:]
+        waiting = [:]
+    }
+
+    @discardableResult
+    private mutating func dispatch(_ exchange: Exchange, step: inout SessionStep) -> RequestID {
+        let id = step.ids.request()
+        inFlight[id] = exchange
+        step.emit(.sendHTTP(id, exchange.request, deadline: step.now.advanced(by: exchange.deadline)))
+        return id
+    }
+}

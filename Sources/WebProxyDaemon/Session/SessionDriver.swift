@@ -1,0 +1,334 @@
+import WebProxyCore
+
+/// One relay session's behaviour, for all four carriers (contract sections 4 and 5): it
+/// composes `SessionMux` with the carrier machines of WebProxyCore and decides everything;
+/// the I/O shell only performs the actions. Built by `SessionSupervisor` once the relay
+/// answered WELCOME; it reports its end through `outcome` and has then closed every local
+/// connection it carried (fail closed).
+///
+/// Bounds: a stream's uplink queue stays within its send credit and `perStreamQueueLimit`;
+/// a stream's local write queue within its 4 MiB receive window (the relay cannot send
+/// more before a WINDOW, and WINDOW follows `localWritten`); all queues together within
+/// `globalQueueLimit`, by stopping reads and, on the https carriers, holding back the next
+/// poll (the relay then keeps the data).
+struct SessionDriver: Sendable {
+    enum Outcome: Hashable, Sendable {
+        case running
+        /// The session is over: rebuild.
+        case failed(SessionFailure)
+        /// websocket-lanes: idle for the recycle period; build a fresh session quietly.
+        case idleExpired
+    }
+
+    let session: EstablishedSession
+    let api: RelayAPI
+    let batchLimit: Int
+    let settings: SessionSettings
+    var mode: CarrierMode { session.carrierMode }
+    private(set) var outcome = Outcome.running
+    var isRunning: Bool { outcome == .running }
+
+    var mux: SessionMux
+    var exchanges: HTTPExchanges
+    var connections: [ConnectionID: LocalConnection] = [:]
+    var connectionByStream: [StreamID: ConnectionID] = [:]
+    /// Sum of the connections' `writeQueued`.
+    var writeQueuedTotal = 0
+
+    // https
+    var uplink: UplinkSequencer?
+    var downlink: DownlinkCursor?
+    // https-lanes
+    var lanes: LaneTable?
+    /// Lanes whose local connection is gone but whose CLOSE has not gone out yet.
+    var closingLanes: Set<StreamID> = []
+    /// Polls held back while the local write queues are full (`.session`: the https
+    /// downlink, or lane 0).
+    var deferredPolls: Set<StreamID> = []
+    // websocket, websocket-lanes
+    var sockets: [SocketID: CarrierSocket] = [:]
+    var sessionSocket: SocketID?
+    var laneSockets: [StreamID: SocketID] = [:]
+    var laneIdleArmed = false
+
+    init(session: EstablishedSession, api: RelayAPI, batchLimit: Int, settings: SessionSettings) {
+        self.session = session
+        self.api = api
+        self.batchLimit = min(max(batchLimit, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
+        self.settings = settings
+        let perStream = session.carrierMode == .httpsLanes || session.carrierMode == .websocketLanes
+        mux = SessionMux(
+            configuration: SessionMux.Configuration(
+                maxLiveStreams: settings.maxStreams, uplink: perStream ? .perStream : .shared,
+                isolatesStreamFaults: session.carrierMode == .websocketLanes,
+                windowUpdateThreshold: settings.windowUpdateThreshold))
+        exchanges = HTTPExchanges(policy: settings.retry)
+        let channel = CarrierChannel(api: api, session: session.token, lane: nil)
+        switch session.carrierMode {
+        case .https:
+            uplink = UplinkSequencer(channel: channel)
+            downlink = DownlinkCursor(channel: channel)
+        case .httpsLanes:
+            lanes = LaneTable(api: api, session: session.token)
+        case .websocket, .websocketLanes:
+            break
+        }
+    }
+
+    /// Starts the carrier: the first poll, the session socket, or the lane idle timer.
+    mutating func start(step: inout SessionStep) {
+        switch mode {
+        case .https: poll(.session, step: &step)
+        case .httpsLanes: poll(.session, step: &step)
+        case .websocket: sessionSocket = openSocket(lane: nil, step: &step)
+        case .websocketLanes: updateLaneIdleTimer(step: &step)
+        }
+    }
+
+    // MARK: Local connections
+
+    var connectionCount: Int { connections.count }
+
+    func carries(_ connection: ConnectionID) -> Bool { connections[connection] != nil }
+
+    /// Bytes the shell may read from `connection` now: within the stream's send credit,
+    /// its uplink queue bound and the global bound.
+    func readAllowance(for connection: ConnectionID) -> Int {
+        guard isRunning, let local = connections[connection] else { return 0 }
+        let credit = local.stream.map { mux.sendCredit(for: $0) } ?? Int(FlowWindow.initialCredit)
+        let queued = local.stream.map { mux.queuedBytes(on: $0) } ?? 0
+        let globalRoom = settings.globalQueueLimit - mux.queuedBytes - writeQueuedTotal
+        return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom))
+    }
+
+    /// Takes on a local connection (the supervisor enforces `maxStreams`). `reading` says
+    /// whether the shell is reading it already.
+    mutating func admit(_ connection: ConnectionID, reading: Bool, step: inout SessionStep) {
+        guard isRunning else { return }
+        connections[connection] = LocalConnection(stream: nil, reading: reading)
+        // A lane socket needs its stream id at once: its handshake overlaps the first read.
+        if mode == .websocketLanes, openStream(for: connection, step: &step) != nil {
+            openLane(for: connection, step: &step)
+        }
+        finishStep(step: &step)
+    }
+
+    /// Handles an event routed to this session. Events for unknown ids are stale and ignored.
+    mutating func handle(_ event: SessionEvent, step: inout SessionStep) {
+        guard isRunning else { return }
+        switch event {
+        case .localRead(let connection, let bytes): localRead(connection, bytes, step: &step)
+        case .localWritten(let connection, let count): localWritten(connection, count, step: &step)
+        case .localEOF(let connection), .localError(let connection): localEnded(connection, step: &step)
+        case .httpResponse(let id, let response, let wallClock):
+            guard let exchange = exchanges.take(id) else { return }
+            httpAnswered(exchange, id: id, response, wallClockSeconds: wallClock, step: &step)
+        case .httpFailed(let id):
+            guard let exchange = exchanges.take(id) else { return }
+            retry(exchange, id: id, .noResponse, wallClockSeconds: 0, step: &step)
+        case .webSocketOpened(let id, let response): socketOpened(id, response, step: &step)
+        case .webSocketUpgradeFailed(let id, let response): socketUpgradeFailed(id, response, step: &step)
+        case .webSocketMessage(let id, let message): socketMessage(id, message, step: &step)
+        case .webSocketPong(let id): heard(id, step: &step)
+        case .webSocketDrained(let id, let buffered): sockets[id]?.bufferedBytes = max(0, buffered)
+        case .webSocketClosed(let id, _): socketEnded(id, "the relay closed the WebSocket", step: &step)
+        case .timerFired(.retry(let id)): _ = exchanges.retryTimerFired(id, step: &step)
+        case .timerFired(.socketLiveness(let id)): livenessCheck(id, step: &step)
+        case .timerFired(.laneIdle): laneIdleExpired(step: &step)
+        case .start, .shutdown, .localAccepted, .timerFired(.rebuild), .timerFired(.admission): return
+        }
+        finishStep(step: &step)
+    }
+
+    /// Ends the session for shutdown: everything is cancelled and every local connection closed.
+    mutating func shutDown(step: inout SessionStep) {
+        guard isRunning else { return }
+        outcome = .failed(SessionFailure(.relayEnded, "the daemon is shutting down"))
+        tearDown(closing: .shutdown, step: &step)
+    }
+
+    private mutating func localRead(_ connection: ConnectionID, _ bytes: ArraySlice<UInt8>, step: inout SessionStep) {
+        guard var local = connections[connection] else { return }
+        guard bytes.count <= readAllowance(for: connection) else {
+            close(connection, .readOverrun, step: &step)
+            return
+        }
+        guard !bytes.isEmpty else { return }
+        if local.stream == nil {
+            guard let stream = openStream(for: connection, step: &step) else { return }
+            local.stream = stream
+        }
+        guard let stream = local.stream else { return }
+        do {
+            try mux.enqueue(bytes, on: stream)
+        } catch {
+            close(connection, .readOverrun, step: &step)
+        }
+    }
+
+    private mutating func localWritten(_ connection: ConnectionID, _ count: Int, step: inout SessionStep) {
+        guard let local = connections[connection], count > 0, count <= local.writeQueued else { return }
+        connections[connection]?.writeQueued -= count
+        writeQueuedTotal -= count
+        if let stream = local.stream { try? mux.delivered(count, on: stream) }
+        guard !deferredPolls.isEmpty, writeQueuedTotal < settings.globalQueueLimit else { return }
+        let lanes = deferredPolls.sorted()
+        deferredPolls = []
+        for lane in lanes { poll(lane, step: &step) }
+    }
+
+    private mutating func localEnded(_ connection: ConnectionID, step: inout SessionStep) {
+        guard let local = connections.removeValue(forKey: connection) else { return }
+        writeQueuedTotal -= local.writeQueued
+        guard let stream = local.stream else { return }
+        connectionByStream[stream] = nil
+        mux.close(stream)
+        if mode == .httpsLanes, lanes?.contains(stream) == true { closingLanes.insert(stream) }
+    }
+
+    /// Allocates the stream of a connection. Fails the session when ids are exhausted.
+    private mutating func openStream(for connection: ConnectionID, step: inout SessionStep) -> StreamID? {
+        do {
+            let stream = try mux.open()
+            connections[connection]?.stream = stream
+            connectionByStream[stream] = connection
+            return stream
+        } catch {
+            if error.scope == .session {
+                fail(SessionFailure(.streamIDsExhausted, error.description), step: &step)
+            } else {
+                close(connection, .streamLimit, step: &step)
+            }
+            return nil
+        }
+    }
+
+    /// Closes a local connection from this side and aborts its stream.
+    mutating func close(_ connection: ConnectionID, _ reason: LocalCloseReason, step: inout SessionStep) {
+        guard connections[connection] != nil else { return }
+        step.emit(.closeLocal(connection, reason))
+        localEnded(connection, step: &step)
+    }
+
+    // MARK: Relay frames
+
+    /// Applies decoded relay frames. `lane` is the lane they came on (every frame must carry
+    /// its id), nil on the shared carriers.
+    mutating func receive(_ frames: [Frame], lane: StreamID?, step: inout SessionStep) {
+        for frame in frames {
+            guard isRunning else { return }
+            if let lane, frame.stream != lane {
+                let message = "the relay sent \(frame.type.name) for stream \(frame.stream) on lane \(lane)"
+                if mode == .websocketLanes {
+                    abortLane(lane, message, step: &step)
+                } else {
+                    fail(SessionFailure(.protocolViolation, message), step: &step)
+                }
+                return
+            }
+            let action: SessionMux.Action?
+            do {
+                action = try mux.receive(frame)
+            } catch {
+                switch error.scope {
+                case .session:
+                    fail(SessionFailure(.protocolViolation, error.description), step: &step)
+                case .stream(let stream):
+                    // The mux aborted the stream and queued its CLOSE on the lane.
+                    step.emit(.log(.streamAborted(stream, error.description)))
+                    relayClosed(stream, .streamFault, step: &step)
+                case .refused:
+                    break
+                }
+                continue
+            }
+            switch action {
+            case .deliver(let stream, let bytes):
+                guard let connection = connectionByStream[stream] else { continue }
+                connections[connection]?.writeQueued += bytes.count
+                writeQueuedTotal += bytes.count
+                step.emit(.writeLocal(connection, bytes))
+            case .closeLocal(let stream):
+                relayClosed(stream, .relayClosedStream, step: &step)
+            case .sessionEnded(let reason):
+                fail(SessionFailure(.relayEnded, "the relay ended the session (\(reason))"), step: &step)
+            case .sendCreditAvailable, nil:
+                break
+            }
+        }
+    }
+
+    /// The stream is over on the relay's side (the mux has retired it): close its connection.
+    private mutating func relayClosed(_ stream: StreamID, _ reason: LocalCloseReason, step: inout SessionStep) {
+        guard let connection = connectionByStream.removeValue(forKey: stream),
+            let local = connections.removeValue(forKey: connection)
+        else { return }
+        writeQueuedTotal -= local.writeQueued
+        step.emit(.closeLocal(connection, reason))
+    }
+
+    /// The relay says lane `stream` is over without a CLOSE frame: behave as if CLOSE came.
+    mutating func synthesizeClose(_ stream: StreamID, _ reason: LocalCloseReason, step: inout SessionStep) {
+        // Retire the stream without queuing anything new, then let a CLOSE for the closed id
+        // drop a lane CLOSE of ours that can no longer be sent.
+        mux.close(stream)
+        _ = try? mux.receive(.close(stream: stream))
+        relayClosed(stream, reason, step: &step)
+    }
+
+    // MARK: Ending
+
+    /// Ends the session: cancels everything and closes every local connection (fail closed).
+    mutating func fail(_ failure: SessionFailure, step: inout SessionStep) {
+        guard isRunning else { return }
+        outcome = .failed(failure)
+        tearDown(closing: .sessionFailed, step: &step)
+    }
+
+    private mutating func laneIdleExpired(step: inout SessionStep) {
+        laneIdleArmed = false
+        guard mode == .websocketLanes, laneSockets.isEmpty else { return }
+        outcome = .idleExpired
+        tearDown(closing: .sessionFailed, step: &step)
+    }
+
+    private mutating func tearDown(closing reason: LocalCloseReason, step: inout SessionStep) {
+        exchanges.cancelAll(step: &step)
+        for id in sockets.keys.sorted() {
+            if sockets[id]?.phase == .open { step.emit(.cancelTimer(.socketLiveness(id))) }
+            step.emit(.closeWebSocket(id))
+        }
+        sockets = [:]
+        laneSockets = [:]
+        sessionSocket = nil
+        if laneIdleArmed { step.emit(.cancelTimer(.laneIdle)) }
+        laneIdleArmed = false
+        for connection in connections.keys.sorted() { step.emit(.closeLocal(connection, reason)) }
+        connections = [:]
+        connectionByStream = [:]
+        writeQueuedTotal = 0
+        deferredPolls = []
+        closingLanes = []
+    }
+
+    // MARK: After every event
+
+    /// Sends what the uplink holds, then tells the shell which connections to read.
+    private mutating func finishStep(step: inout SessionStep) {
+        guard isRunning else { return }
+        switch mode {
+        case .https: pumpHTTPSUplink(step: &step)
+        case .httpsLanes: pumpLaneUplinks(step: &step)
+        case .websocket: pumpSessionSocket(step: &step)
+        case .websocketLanes: pumpLaneSockets(step: &step)
+        }
+        guard isRunning else { return }
+        for connection in connections.keys.sorted() {
+            guard let reading = connections[connection]?.reading else { continue }
+            let allowed = readAllowance(for: connection) > 0
+            guard allowed != reading else { continue }
+            connections[connection]?.reading = allowed
+            step.emit(allowed ? .resumeLocalRead(connection) : .pauseLocalRead(connection))
+        }
+    }
+}

@@ -1,0 +1,60 @@
+public import WebProxyCore
+
+/// The numbers of the session machines. The defaults follow the relay contract and the
+/// daemon's bounds; tests shrink them.
+public struct SessionSettings: Hashable, Sendable {
+    /// Most local connections carried at once; one more is closed at once and counted.
+    public var maxStreams: Int
+    /// Most uplink bytes queued per stream (the bridge's lane queue bound).
+    public var perStreamQueueLimit: Int
+    /// Most bytes queued in the daemon overall: uplink data not yet sent plus data handed
+    /// to local sockets and not yet written. Reads and https polls stop at this bound.
+    public var globalQueueLimit: Int
+    /// Deadline of every HTTP request except a parked long poll, and of WebSocket upgrades.
+    public var requestDeadline: Duration
+    /// Deadline of a `/down` long poll: the relay's 25 s long poll plus a margin.
+    public var longPollDeadline: Duration
+    /// A WebSocket silent this long gets a Ping.
+    public var socketPingAfter: Duration
+    /// A WebSocket silent this long (no message, no Pong) counts as lost.
+    public var socketDeadAfter: Duration
+    /// websocket-lanes: with no lane this long, the session is recreated before the relay's
+    /// 2-minute idle expiry can make the next lane upgrade fail.
+    public var laneIdleRecycle: Duration
+    /// How long shutdown waits for the DELETE.
+    public var shutdownWait: Duration
+    /// Receive credit goes back in a WINDOW once this many bytes were written locally.
+    public var windowUpdateThreshold: Int
+    /// Retries of one request.
+    public var retry: RetryPolicy
+    /// Rebuild backoff and the admission wait of local connections.
+    public var reconnect: ReconnectSettings
+
+    public init(
+        maxStreams: Int = 128,
+        perStreamQueueLimit: Int = 8 << 20,
+        globalQueueLimit: Int = 32 << 20,
+        requestDeadline: Duration = .seconds(20),
+        longPollDeadline: Duration = .seconds(35),
+        socketPingAfter: Duration = .seconds(10),
+        socketDeadAfter: Duration = .seconds(20),
+        laneIdleRecycle: Duration = .seconds(90),
+        shutdownWait: Duration = .seconds(3),
+        windowUpdateThreshold: Int = SessionMux.defaultWindowUpdateThreshold,
+        retry: RetryPolicy = .relayDefault,
+        reconnect: ReconnectSettings = .standard
+    ) {
+        self.maxStreams = maxStreams
+        self.perStreamQueueLimit = perStreamQueueLimit
+        self.globalQueueLimit = globalQueueLimit
+        self.requestDeadline = requestDeadline
+        self.longPollDeadline = longPollDeadline
+        self.socketPingAfter = socketPingAfter
+        self.socketDeadAfter = socketDeadAfter
+        self.laneIdleRecycle = laneIdleRecycle
+        self.shutdownWait = shutdownWait
+        self.windowUpdateThreshold = windowUpdateThreshold
+        self.retry = retry
+        self.reconnect = reconnect
+    }
+}

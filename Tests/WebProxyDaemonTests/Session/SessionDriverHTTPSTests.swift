@@ -1,0 +1,205 @@
+import Testing
+import WebProxyCore
+
+@testable import WebProxyDaemon
+
+@Suite("SessionDriver: https carrier")
+struct SessionDriverHTTPSTests {
+    typealias H = SessionHarness
+    let conn = ConnectionID(7)
+
+    @Test("bootstrap brings the session up and parks the first /down poll at cursor 0")
+    func bootstrap() {
+        var h = SessionHarness()
+        let up = h.establish(.https)
+        #expect(up == [.sessionUp(.https), .sendHTTP(RequestID(3), H.down(0), deadline: h.at(.seconds(35)))])
+        #expect(h.supervisor.sessionMode == .https)
+    }
+
+    @Test("a whole echo: OPEN+DATA in one /up, delivery, cursor advanced after it, coalesced WINDOW")
+    func echoLife() {
+        var h = SessionHarness()
+        _ = h.establish(.https)
+        // Nothing reaches the relay before the connection's first bytes.
+        #expect(h.on(.localAccepted(conn)) == [])
+        #expect(h.supervisor.readAllowance(for: conn) == 4_194_304)
+        // 03 step 3: OPEN(1)+DATA(1, 16 B) as /up seq 1.
+        let openBody = CarrierFixturesBytes.openData
+        #expect(
+            h.on(.localRead(conn, echoBytes))
+                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)))])
+        #expect(h.supervisor.readAllowance(for: conn) == 4_194_304 - 16)
+        // More bytes while /up 1 is in flight wait for the ack, then go as one body.
+        #expect(h.on(.localRead(conn, echoBytes)) == [])
+        #expect(h.on(.localRead(conn, echoBytes)) == [])
+        #expect(
+            h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)))])
+        // 03 step 5: WINDOW(1,16)+DATA(1,16): written locally, then the poll acknowledges it.
+        let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
+        #expect(
+            h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
+                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1), deadline: h.at(.seconds(35)))])
+        // Credit comes back as the local socket drains, coalesced while /up 2 is in flight.
+        #expect(h.on(.localWritten(conn, 10)) == [])
+        #expect(h.on(.localWritten(conn, 6)) == [])
+        #expect(
+            h.on(.httpResponse(RequestID(5), H.upAck(2), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)))])
+        // An idle 204 polls again at once with the same cursor.
+        #expect(
+            h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(8), H.down(1), deadline: h.at(.seconds(35)))])
+        // Local EOF: CLOSE(1) goes out once /up 3 is acked.
+        #expect(h.on(.localEOF(conn)) == [])
+        #expect(
+            h.on(.httpResponse(RequestID(7), H.upAck(3), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)))])
+        #expect(h.supervisor.carriedConnections == 0)
+    }
+
+    @Test("a request without an answer is retried byte-identically after the backoff")
+    func identicalRetry() {
+        var h = SessionHarness()
+        _ = h.establish(.https)
+        _ = h.on(.localAccepted(conn))
+        let first = h.on(.localRead(conn, echoBytes))
+        guard case .sendHTTP(_, let upRequest, _) = first.first else {
+            Issue.record("no /up")
+            return
+        }
+        #expect(h.on(.httpFailed(RequestID(4))) == [.schedule(.retry(RequestID(4)), at: h.at(.milliseconds(250)))])
+        #expect(h.on(.httpFailed(RequestID(3))) == [.schedule(.retry(RequestID(3)), at: h.at(.milliseconds(250)))])
+        // Bytes read meanwhile do not change the retried body.
+        #expect(h.on(.localRead(conn, echoBytes)) == [])
+        h.advance(.milliseconds(250))
+        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(5), upRequest, deadline: h.at(.seconds(20)))])
+        #expect(h.on(.timerFired(.retry(RequestID(3)))) == [.sendHTTP(RequestID(6), H.down(0), deadline: h.at(.seconds(35)))])
+        // A late answer to the abandoned attempt is ignored; the retry's ack moves on.
+        #expect(h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0)) == [])
+        #expect(
+            h.on(.httpResponse(RequestID(5), H.upAck(1), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(7), H.up(2, [.data(stream: stream(1), payload: echoBytes)]), deadline: h.at(.seconds(20)))])
+        // The second failure of the same operation doubles the backoff.
+        #expect(h.on(.httpFailed(RequestID(6))) == [.schedule(.retry(RequestID(6)), at: h.at(.milliseconds(500)))])
+    }
+
+    @Test("503 with Retry-After: the identical request again after that wait")
+    func serviceUnavailable() {
+        var h = SessionHarness()
+        _ = h.establish(.https)
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localRead(conn, echoBytes))
+        let busy = CarrierResponse(status: 503, headers: [("Retry-After", "1")])
+        #expect(h.on(.httpResponse(RequestID(4), busy, wallClockSeconds: 0)) == [.schedule(.retry(RequestID(4)), at: h.at(.seconds(1)))])
+        h.advance(.seconds(1))
+        #expect(
+            h.on(.timerFired(.retry(RequestID(4))))
+                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)))])
+    }
+
+    @Test("404 on /up ends the session: local connections closed, everything cancelled, rebuild after backoff")
+    func notFoundOnUp() {
+        var h = SessionHarness()
+        _ = h.establish(.https)
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localAccepted(ConnectionID(8)))
+        _ = h.on(.localRead(conn, echoBytes))
+        let actions = h.on(.httpResponse(RequestID(4), H.notFound, wallClockSeconds: 0))
+        #expect(actions.count == 5)
+        #expect(
+            Array(actions.prefix(3)) == [
+                .cancelHTTP(RequestID(3)), .closeLocal(conn, .sessionFailed), .closeLocal(ConnectionID(8), .sessionFailed),
+            ])
+        guard case .sessionDown(let failure) = actions[3] else {
+            Issue.record("no sessionDown")
+            return
+        }
+        #expect(failure.kind == .refused)
+        #expect(failure.message.contains("404"))
+        #expect(!failure.message.contains(H.sessionText))
+        #expect(Array(actions.suffix(1)) == [.schedule(.rebuild, at: h.at(.seconds(1)))])
+        #expect(h.supervisor.sessionMode == nil)
+        // Late events of the dead session change nothing.
+        #expect(h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0)) == [])
+        #expect(h.on(.localWritten(conn, 1)) == [])
+        h.advance(.seconds(1))
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)))])
+    }
+
+    @Test("a malformed downlink batch and a frame for a never-opened stream end the session")
+    func hostileBatches() {
+        for body in [[0x7F, 0, 0, 1, 0, 0, 0, 0] as [UInt8], Frame.data(stream: stream(9), payload: [1]).encoded] {
+            var h = SessionHarness()
+            _ = h.establish(.https)
+            let answer = CarrierResponse(status: 200, headers: [("X-Down-Cursor", "1")], body: body)
+            let actions = h.on(.httpResponse(RequestID(3), answer, wallClockSeconds: 0))
+            guard actions.count == 2, case .sessionDown(let failure) = actions[0] else {
+                Issue.record("expected sessionDown, got \(actions)")
+                continue
+            }
+            #expect(failure.kind == .protocolViolation)
+            #expect(actions[1] == .schedule(.rebuild, at: h.at(.seconds(1))))
+        }
+    }
+
+    @Test("full local write queues hold back the next poll until localWritten makes room")
+    func downlinkBackpressure() {
+        var settings = H.settings
+        settings.globalQueueLimit = 20
+        var h = SessionHarness(settings: settings)
+        _ = h.establish(.https)
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localRead(conn, echoBytes))
+        _ = h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
+        let batch = H.downBatch(cursor: 1, [.data(stream: stream(1), payload: echoBytes + echoBytes)])
+        // 32 bytes queued for the local socket >= 20: delivered, but no new poll, no reading.
+        #expect(
+            h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
+                == [.writeLocal(conn, echoBytes + echoBytes), .pauseLocalRead(conn)])
+        #expect(h.supervisor.readAllowance(for: conn) == 0)
+        #expect(
+            h.on(.localWritten(conn, 16))
+                == [.sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35))),
+                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20))),
+                    .resumeLocalRead(conn)])
+    }
+
+    @Test("relay CLOSE closes the local connection and lets its queued writes flush; PING is answered")
+    func relayCloseAndPing() {
+        var h = SessionHarness()
+        _ = h.establish(.https)
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localRead(conn, echoBytes))
+        let batch = H.downBatch(
+            cursor: 1, [.data(stream: stream(1), payload: echoBytes), .close(stream: stream(1)), .ping(token: [1, 2])])
+        #expect(
+            h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
+                == [.writeLocal(conn, echoBytes), .closeLocal(conn, .relayClosedStream),
+                    .sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)))])
+        #expect(LocalCloseReason.relayClosedStream.flushesPendingWrites)
+        #expect(
+            h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
+                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)))])
+    }
+}
+
+enum CarrierFixturesBytes {
+    /// 03 step 3: OPEN(1) + DATA(1, "0123456789abcdef").
+    static let openData: [UInt8] = hex("0100000100000000020000010000001030313233343536373839616263646566")
+
+    static func hex(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var high: UInt8?
+        for character in text.utf8 {
+            let nibble = character <= UInt8(ascii: "9") ? character - UInt8(ascii: "0") : character - UInt8(ascii: "a") + 10
+            if let h = high {
+                out.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return out
+    }
+}
