@@ -39,6 +39,16 @@ public final class HTTPResponder {
         return true
     }
 
+    /// Sends `bytes` as they are (a hand-made or broken response, for tests and faults),
+    /// then keeps the connection for the next request or closes it.
+    @discardableResult
+    public func respond(rawBytes bytes: [UInt8], keepAlive: Bool) -> Bool {
+        guard canRespond, let connection else { return false }
+        answered = true
+        connection.sendResponse(bytes, keepAlive: keepAlive && requestKeepAlive)
+        return true
+    }
+
     /// Sends `response101` (see `WebSocketHandshake.upgradeResponse`) and turns the
     /// connection into a server WebSocket endpoint; set its delegate to start reading.
     /// Nil if the request was no valid upgrade request, was answered, or the connection is gone.

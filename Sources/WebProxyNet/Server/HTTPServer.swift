@@ -10,6 +10,8 @@ public struct HTTPServerRequest: Sendable {
     public var requestNumberOnConnection: Int
     /// The client's address.
     public var remoteAddress: SocketAddress
+    /// The SNI name the client sent, if any.
+    public var serverName: String?
 }
 
 /// An HTTPS/1.1 server on a `TCPListener` (for the test relay and tests): TLS with a server
@@ -73,8 +75,8 @@ public final class HTTPServer {
     ) throws(NetError) -> HTTPServer {
         loop.assertInEventLoop()
         let server = HTTPServer(loop: loop, context: context, configuration: configuration, handler: handler)
-        server.listener = try TCPListener.listen(on: address, loop: loop) { [weak server] tcp in
-            guard let server else { return tcp.abort() }
+        // The listener's registration keeps the server alive until `close()` or the loop stops.
+        server.listener = try TCPListener.listen(on: address, loop: loop) { [server] tcp in
             server.accepted(tcp)
         }
         return server

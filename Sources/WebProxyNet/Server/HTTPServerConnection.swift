@@ -65,7 +65,7 @@ final class HTTPServerConnection: TLSConnectionDelegate {
         self.responder = responder
         let request = HTTPServerRequest(
             head: head, body: body, connectionNumber: number, requestNumberOnConnection: requestCount,
-            remoteAddress: tls.remoteAddress)
+            remoteAddress: tls.remoteAddress, serverName: tls.engine.requestedServerName)
         body = []
         server.handle(request, responder)
     }
