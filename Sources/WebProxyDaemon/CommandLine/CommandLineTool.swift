@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import WebProxyCore
 
 /// The `webproxyd` command line. `main.swift` only calls `run(arguments:)`, so every
 /// subcommand and its exit status can be tested in-process.
@@ -19,38 +20,277 @@ public enum CommandLineTool {
         USAGE: webproxyd <subcommand> [options]
 
         SUBCOMMANDS:
+          run                  Serve the relays of a configuration file, or one relay given by flags.
+          check-config         Check a configuration file and report every problem.
+          link                 Print the tg://proxy link Telegram should use for each relay.
           help                 Show this help.
           version              Print the version.
 
         Every subcommand accepts --help.
         """
 
+    static let runHelp = """
+        USAGE: webproxyd run [--config FILE]
+               webproxyd run --link LINK --listen HOST:PORT [--ca-file PEM] [--connect-to HOST:PORT]
+
+        Serve until SIGTERM or SIGINT; SIGHUP re-reads the configuration file.
+
+        OPTIONS:
+          --config FILE          The configuration file (default \(DaemonConfiguration.defaultPath)).
+          --link LINK            One relay, named 'default', by its WEB proxy link (tg://webproxy?… or https://t.me/webproxy?…).
+          --listen HOST:PORT     Where Telegram connects (a loopback address), with --link.
+          --ca-file PEM          Trust these CA certificates instead of the system store, with --link.
+          --connect-to HOST:PORT Connect TCP here instead of the relay host (TLS still checks its name), with --link.
+          --help                 Show this help.
+        """
+
+    static let checkConfigHelp = """
+        USAGE: webproxyd check-config [--config FILE]
+
+        Check a configuration file. Prints every problem as `file:line: error: message (hint)`
+        and exits 78 if there is an error, 0 otherwise.
+
+        OPTIONS:
+          --config FILE          The configuration file (default \(DaemonConfiguration.defaultPath)).
+          --help                 Show this help.
+        """
+
+    static let linkHelp = """
+        USAGE: webproxyd link [--config FILE]
+
+        Print, for each relay, the tg://proxy link Telegram should use to reach webproxyd, and
+        how to enter it in Telegram Desktop. The links contain the relay's secret.
+
+        OPTIONS:
+          --config FILE          The configuration file (default \(DaemonConfiguration.defaultPath)).
+          --help                 Show this help.
+        """
+
+    static let versionHelp = """
+        USAGE: webproxyd version
+
+        Print the version and exit.
+        """
+
     /// Runs the command line and returns the process exit status.
-    public static func run(arguments: [String], output: TextSink = .standardOutput,
-                           errors: TextSink = .standardError) -> Int32 {
+    public static func run(
+        arguments: [String], output: TextSink = .standardOutput, errors: TextSink = .standardError,
+        environment: [String: String] = ProcessEnvironment.current()
+    ) -> Int32 {
+        run(arguments: arguments, output: output, errors: errors, environment: environment, logBackend: nil, started: nil)
+    }
+
+    /// As `run(arguments:output:errors:environment:)`; tests pass a log backend, and
+    /// `started` receives a running daemon (to stop it).
+    static func run(
+        arguments: [String], output: TextSink, errors: TextSink, environment: [String: String],
+        logBackend: (any LogBackend)?, started: ((Daemon) -> Void)?
+    ) -> Int32 {
         guard let first = arguments.first else {
             errors.write(usage + "\n")
             return ExitCode.usage
         }
+        let rest = Array(arguments.dropFirst())
+        let command: Command
         switch first {
         case "help", "--help", "-h":
             output.write(usage + "\n")
             return ExitCode.success
         case "version", "--version":
-            if arguments.count > 1, arguments[1] == "--help" {
-                output.write("USAGE: webproxyd version\n\nPrint the version and exit.\n")
-                return ExitCode.success
-            }
-            guard arguments.count == 1 else {
-                errors.write("webproxyd: version takes no arguments\n")
-                return ExitCode.usage
-            }
-            output.write("webproxyd \(WebProxyDaemon.version)\n")
-            return ExitCode.success
+            command = .version
+        case "run":
+            command = .run
+        case "check-config":
+            command = .checkConfig
+        case "link":
+            command = .link
         default:
             errors.write("webproxyd: unknown subcommand '\(first)'\n\n" + usage + "\n")
             return ExitCode.usage
         }
+        if rest.contains("--help") || rest.contains("-h") {
+            output.write(command.help + "\n")
+            return ExitCode.success
+        }
+        let options: [String: String]
+        do {
+            options = try parseOptions(rest, allowed: command.options)
+        } catch {
+            errors.write("webproxyd \(command.name): \(error.message)\n\n" + command.help + "\n")
+            return ExitCode.usage
+        }
+        let context = Invocation(
+            options: options, output: output, errors: errors, environment: environment, logBackend: logBackend)
+        switch command {
+        case .version:
+            output.write("webproxyd \(WebProxyDaemon.version)\n")
+            return ExitCode.success
+        case .run:
+            return runDaemon(context, started: started)
+        case .checkConfig:
+            return checkConfig(context)
+        case .link:
+            return printLinks(context)
+        }
+    }
+
+    // MARK: Subcommands
+
+    private enum Command {
+        case version, run, checkConfig, link
+
+        var name: String {
+            switch self {
+            case .version: "version"
+            case .run: "run"
+            case .checkConfig: "check-config"
+            case .link: "link"
+            }
+        }
+
+        var help: String {
+            switch self {
+            case .version: versionHelp
+            case .run: runHelp
+            case .checkConfig: checkConfigHelp
+            case .link: linkHelp
+            }
+        }
+
+        var options: Set<String> {
+            switch self {
+            case .version: []
+            case .run: ["--config", "--link", "--listen", "--ca-file", "--connect-to"]
+            case .checkConfig, .link: ["--config"]
+            }
+        }
+    }
+
+    private struct Invocation {
+        let options: [String: String]
+        let output: TextSink
+        let errors: TextSink
+        let environment: [String: String]
+        let logBackend: (any LogBackend)?
+
+        var configPath: String { options["--config"] ?? DaemonConfiguration.defaultPath }
+    }
+
+    private struct UsageError: Error {
+        let message: String
+    }
+
+    /// `--name VALUE` or `--name=VALUE`, each option at most once.
+    private static func parseOptions(_ arguments: [String], allowed: Set<String>) throws(UsageError) -> [String: String] {
+        var options: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var name = argument
+            var value: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                name = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            }
+            guard allowed.contains(name) else {
+                throw UsageError(
+                    message: argument.hasPrefix("-") ? "unknown option '\(name)'" : "unexpected argument '\(argument)'")
+            }
+            if value == nil {
+                index += 1
+                guard index < arguments.count else { throw UsageError(message: "\(name) needs a value") }
+                value = arguments[index]
+            }
+            guard options.updateValue(value ?? "", forKey: name) == nil else {
+                throw UsageError(message: "\(name) is given twice")
+            }
+            index += 1
+        }
+        return options
+    }
+
+    /// Loads the file, printing warnings (and errors) to `errors`; nil on error.
+    private static func load(_ context: Invocation) -> DaemonConfiguration? {
+        do {
+            let loaded = try DaemonConfiguration.load(path: context.configPath, environment: context.environment)
+            for warning in loaded.warnings { context.errors.write("\(warning)\n") }
+            return loaded.configuration
+        } catch {
+            context.errors.write(error.description + "\n")
+            return nil
+        }
+    }
+
+    private static func checkConfig(_ context: Invocation) -> Int32 {
+        guard let configuration = load(context) else { return ExitCode.config }
+        let count = configuration.relays.count
+        context.output.write("\(context.configPath): OK, \(count) relay\(count == 1 ? "" : "s")\n")
+        return ExitCode.success
+    }
+
+    static let telegramDesktopSteps = """
+        In Telegram Desktop, open the link above, or enter it by hand:
+          Settings → Advanced → Connection type → Use custom proxy → MTProxy,
+          with the server, port and secret of the link.
+        """
+
+    private static func printLinks(_ context: Invocation) -> Int32 {
+        guard let configuration = load(context) else { return ExitCode.config }
+        var text = ""
+        for relay in configuration.relays {
+            text += "[relay \(relay.name)]\n"
+            text += ProxyLink.localProxyLink(server: relay.listen.host, port: relay.listen.port, secret: relay.secret)
+            text += "\n\n"
+        }
+        context.output.write(text + telegramDesktopSteps + "\n")
+        return ExitCode.success
+    }
+
+    private static func runDaemon(_ context: Invocation, started: ((Daemon) -> Void)?) -> Int32 {
+        let options = context.options
+        let quick = ["--link", "--listen", "--ca-file", "--connect-to"].filter { options[$0] != nil }
+        let configuration: DaemonConfiguration
+        let path: String?
+        if quick.isEmpty {
+            guard let loaded = load(context) else { return ExitCode.config }
+            configuration = loaded
+            path = context.configPath
+        } else {
+            guard options["--config"] == nil else {
+                context.errors.write("webproxyd run: --config cannot be combined with \(quick[0])\n\n\(runHelp)\n")
+                return ExitCode.usage
+            }
+            guard let link = options["--link"], let listen = options["--listen"] else {
+                let missing = options["--link"] == nil ? "--link" : "--listen"
+                context.errors.write("webproxyd run: \(missing) is required with \(quick[0])\n\n\(runHelp)\n")
+                return ExitCode.usage
+            }
+            do {
+                let relay = try RelayConfiguration(
+                    quickLink: link, listen: listen, caFile: options["--ca-file"], connectTo: options["--connect-to"])
+                configuration = DaemonConfiguration(relays: [relay])
+            } catch {
+                context.errors.write(error.description + "\n")
+                return ExitCode.config
+            }
+            path = nil
+        }
+        let backend = context.logBackend ?? Logger.automaticBackend(environment: context.environment)
+        var logger = Logger(backend: backend, level: configuration.logLevel)
+        logger = logger.redacting(configuration.relays.map(\.secret))
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(
+                configuration: configuration, configurationPath: path, environment: context.environment, logger: logger)
+            try daemon.start()
+            try daemon.watchSignals()
+        } catch {
+            logger.error("cannot start: \(error)")
+            context.errors.write("webproxyd run: \(error)\n")
+            return ExitCode.failure
+        }
+        started?(daemon)
+        return daemon.waitUntilStopped()
     }
 }
 

@@ -1,0 +1,334 @@
+import Dispatch
+import WebProxyCore
+import WebProxyNet
+
+/// Every relay on one event loop, with the process around them: systemd notifications
+/// (`READY=1` once every listener is bound, `STATUS=`, `WATCHDOG=1`), SIGTERM/SIGINT as a
+/// graceful stop (`STOPPING=1`, local connections closed, a best-effort DELETE, all within
+/// `drainLimit`), and SIGHUP as a reload that keeps unchanged relays running.
+///
+/// ```swift
+/// let daemon = Daemon(configuration: config, configurationPath: path, environment: env, logger: log)
+/// try daemon.start()                 // binds every listener, then READY=1
+/// daemon.watchSignals()
+/// let status = daemon.waitUntilStopped()
+/// ```
+///
+/// `@unchecked Sendable`: the public methods only hand work to the loop (`execute`) or wait
+/// on a semaphore; every other stored property is touched on the loop thread only.
+public final class Daemon: @unchecked Sendable {
+    private let loop: EventLoop
+    private let resolver: Resolver
+    private let logger: Logger
+    private let notifier: ServiceNotifier
+    private let reporter: StatusReporter
+    private let environment: [String: String]
+    private let configurationPath: String?
+    private let sessionSettings: SessionSettings?
+    private let drainLimit: Duration
+    private let stoppedSignal = DispatchSemaphore(value: 0)
+
+    // Loop-thread state.
+    private var configuration: DaemonConfiguration
+    private var services: [String: RelayService] = [:]
+    private var stopping = false
+    private var reloading = false
+
+    /// A daemon for `configuration`; `configurationPath` is re-read on reload (nil: the
+    /// quick flags, which cannot be reloaded). Tests shrink `sessionSettings`.
+    public init(
+        configuration: DaemonConfiguration, configurationPath: String?, environment: [String: String],
+        logger: Logger, notifier: ServiceNotifier? = nil, sessionSettings: SessionSettings? = nil,
+        drainLimit: Duration = .seconds(4)
+    ) throws(NetError) {
+        self.configuration = configuration
+        self.configurationPath = configurationPath
+        self.environment = environment
+        self.logger = logger
+        let notifier = notifier ?? ServiceNotifier(environment: environment)
+        self.notifier = notifier
+        reporter = StatusReporter(notifier: notifier)
+        self.sessionSettings = sessionSettings
+        self.drainLimit = drainLimit
+        loop = try EventLoop(name: "webproxyd")
+        do {
+            resolver = try Resolver()
+        } catch {
+            loop.stop()
+            loop.waitUntilStopped()
+            throw error
+        }
+    }
+
+    /// Builds every relay's TLS context (off the loop: it reads CA files), binds every
+    /// listener and starts the sessions, then sends `READY=1`. On failure nothing keeps
+    /// running: the loop is stopped and the error describes the relay at fault.
+    public func start() throws(DaemonStartError) {
+        var contexts: [String: TLSContext] = [:]
+        for relay in configuration.relays {
+            do {
+                contexts[relay.name] = try RelayService.makeTLSContext(for: relay)
+            } catch {
+                shutDownLoop()
+                throw DaemonStartError("relay '\(relay.name)': cannot set up TLS: \(error)")
+            }
+        }
+        let outcome = onLoop { [self] () -> String? in
+            for relay in configuration.relays {
+                guard let context = contexts[relay.name] else { continue }
+                if let problem = startRelay(relay, context: context) { return problem }
+            }
+            startTimers()
+            notifier.ready()
+            logger.notice("webproxyd \(WebProxyDaemon.version) ready with \(services.count) relay(s)")
+            reportStatus()
+            return nil
+        }
+        if let problem = outcome ?? "the event loop stopped" {
+            onLoop { [self] in for service in services.values { service.forceStop() } }
+            shutDownLoop()
+            throw DaemonStartError(problem)
+        }
+    }
+
+    /// Turns SIGTERM and SIGINT into `requestStop()` and SIGHUP into `requestReload()`. The
+    /// process must have called `ProcessSignal.prepareProcess()` before starting threads.
+    public func watchSignals() throws(NetError) {
+        let failure = onLoop { [self] () -> NetError? in
+            do throws(NetError) {
+                try loop.watchSignals(ProcessSignal.daemonSignals) { [self] signal in
+                    logger.info("received \(signal)")
+                    if signal == .hangup { reload() } else { stop() }
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure = failure ?? nil { throw failure }
+    }
+
+    /// Where each relay's listener is bound, by relay name (for tests and the log).
+    public func listenAddresses() -> [String: SocketAddress] {
+        onLoop { [self] in services.compactMapValues(\.listenAddress) } ?? [:]
+    }
+
+    /// Starts a graceful stop, as SIGTERM does. Callable from any thread.
+    public func requestStop() {
+        loop.execute { [self] in stop() }
+    }
+
+    /// Re-reads the configuration file, as SIGHUP does. Callable from any thread.
+    public func requestReload() {
+        loop.execute { [self] in reload() }
+    }
+
+    /// Blocks until the daemon has stopped; returns the exit status.
+    public func waitUntilStopped() -> Int32 {
+        stoppedSignal.wait()
+        stoppedSignal.signal()
+        loop.waitUntilStopped()
+        resolver.shutdown()
+        return CommandLineTool.ExitCode.success
+    }
+
+    // MARK: Loop thread
+
+    /// Runs `body` on the loop and waits for its result (nil if the loop has stopped).
+    @discardableResult
+    private func onLoop<T>(_ body: @escaping () -> T) -> T? {
+        let box = LoopResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let body = body
+        loop.execute {
+            box.value = body()
+            done.signal()
+        }
+        // A stopped loop drops the task: do not wait forever.
+        while done.wait(timeout: .now() + .milliseconds(200)) == .timedOut {
+            if isLoopClosed() { return nil }
+        }
+        return box.value
+    }
+
+    private func isLoopClosed() -> Bool {
+        let probe = DispatchSemaphore(value: 0)
+        loop.execute { probe.signal() }
+        return probe.wait(timeout: .now() + .seconds(2)) == .timedOut
+    }
+
+    private func shutDownLoop() {
+        loop.stop()
+        loop.waitUntilStopped()
+        resolver.shutdown()
+    }
+
+    /// Starts one relay; returns what went wrong, if anything.
+    private func startRelay(_ relay: RelayConfiguration, context: TLSContext) -> String? {
+        let relayLogger = logger.with(relay: relay.name)
+        do {
+            let service = try RelayService(
+                configuration: relay, context: context, loop: loop, resolver: resolver, logger: relayLogger,
+                settings: sessionSettings)
+            service.onStatusChange = { [weak self] in self?.reportStatus() }
+            try service.start()
+            services[relay.name] = service
+            return nil
+        } catch let error as NetError {
+            return "relay '\(relay.name)': cannot listen on \(relay.listen): \(error)"
+        } catch {
+            return "relay '\(relay.name)': \(error)"
+        }
+    }
+
+    private func startTimers() {
+        if let interval = notifier.watchdogPingInterval { scheduleWatchdog(every: interval) }
+        scheduleStatus()
+    }
+
+    private func scheduleWatchdog(every interval: Duration) {
+        loop.scheduleTimer(after: interval) { [weak self] in
+            guard let self else { return }
+            notifier.watchdog()
+            scheduleWatchdog(every: interval)
+        }
+    }
+
+    private func scheduleStatus() {
+        loop.scheduleTimer(after: .seconds(1)) { [weak self] in
+            guard let self else { return }
+            reportStatus()
+            scheduleStatus()
+        }
+    }
+
+    private func reportStatus() {
+        let relays = configuration.relays.compactMap { relay -> RelayStatus? in
+            guard let service = services[relay.name] else { return nil }
+            return RelayStatus(
+                name: relay.name, state: service.state, carrier: service.carrier, streams: service.connectionCount,
+                bytesUp: service.bytesUp, bytesDown: service.bytesDown, lastErrorClass: service.lastErrorClass)
+        }
+        reporter.report(relays, now: MonotonicClock.now())
+    }
+
+    private func stop() {
+        guard !stopping else { return }
+        stopping = true
+        notifier.stopping()
+        logger.notice("stopping: closing local connections and the relay sessions")
+        var remaining = services.count
+        let finish = { [self] in
+            logger.info("stopped")
+            stoppedSignal.signal()
+            loop.stop()
+        }
+        guard remaining > 0 else {
+            finish()
+            return
+        }
+        loop.scheduleTimer(after: drainLimit) { [self] in
+            guard remaining > 0 else { return }
+            logger.warning("the drain took longer than \(drainLimit); stopping anyway", LogFields(stage: "shutdown"))
+            for service in services.values { service.forceStop() }
+        }
+        for service in services.values {
+            service.stop {
+                remaining -= 1
+                if remaining == 0 { finish() }
+            }
+        }
+    }
+
+    private func reload() {
+        guard !stopping, !reloading else { return }
+        guard let path = configurationPath else {
+            logger.warning("reload ignored: the relay was given on the command line, not in a file")
+            return
+        }
+        reloading = true
+        notifier.reloading(monotonicNow: MonotonicClock.now())
+        logger.notice("reloading \(path)")
+        let environment = environment
+        // Reading the file and the CA files blocks: do it off the loop.
+        Task.detached { [self] in
+            let prepared = Self.prepare(path: path, environment: environment)
+            loop.execute { [self] in apply(prepared) }
+        }
+    }
+
+    /// A configuration read for a reload, with the TLS contexts of its relays.
+    private struct PreparedConfiguration: @unchecked Sendable {
+        var loaded: LoadedConfiguration
+        var contexts: [String: TLSContext]
+    }
+
+    private static func prepare(path: String, environment: [String: String]) -> Result<
+        PreparedConfiguration, ConfigurationError
+    > {
+        do throws(ConfigurationError) {
+            let loaded = try DaemonConfiguration.load(path: path, environment: environment)
+            var contexts: [String: TLSContext] = [:]
+            for relay in loaded.configuration.relays {
+                do {
+                    contexts[relay.name] = try RelayService.makeTLSContext(for: relay)
+                } catch {
+                    throw ConfigurationError([
+                        ConfigurationDiagnostic(
+                            .error, file: path, line: nil, "relay '\(relay.name)': cannot set up TLS: \(error)")
+                    ])
+                }
+            }
+            return .success(PreparedConfiguration(loaded: loaded, contexts: contexts))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func apply(_ prepared: Result<PreparedConfiguration, ConfigurationError>) {
+        reloading = false
+        defer {
+            notifier.ready()
+            reportStatus()
+        }
+        guard !stopping else { return }
+        let next: PreparedConfiguration
+        switch prepared {
+        case .failure(let error):
+            for diagnostic in error.diagnostics {
+                logger.error("reload refused, keeping the running configuration: \(diagnostic)", LogFields(stage: "reload"))
+            }
+            return
+        case .success(let value):
+            next = value
+        }
+        for warning in next.loaded.warnings { logger.warning("\(warning)", LogFields(stage: "reload")) }
+        let changes = next.loaded.configuration.changes(from: configuration)
+        logger.notice(
+            "reload: \(changes.added.count) added, \(changes.removed.count) removed, \(changes.changed.count) changed, \(changes.unchanged.count) unchanged",
+            LogFields(stage: "reload"))
+        for name in changes.removed + changes.changed {
+            guard let service = services.removeValue(forKey: name) else { continue }
+            service.stop {}
+            loop.scheduleTimer(after: drainLimit) { service.forceStop() }
+        }
+        configuration = next.loaded.configuration
+        for name in changes.added + changes.changed {
+            guard let relay = configuration.relay(named: name), let context = next.contexts[name] else { continue }
+            if let problem = startRelay(relay, context: context) {
+                logger.error(problem, LogFields(stage: "reload"))
+            }
+        }
+    }
+}
+
+/// The daemon could not start: a relay's TLS settings or listener failed.
+public struct DaemonStartError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Carries a result from the loop thread to a waiting caller; the semaphore orders the accesses.
+private final class LoopResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -1,0 +1,421 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import WebProxyCore
+import WebProxyNet
+
+/// One relay, running on the daemon's event loop: the loopback listener, the local
+/// connections, the `SessionSupervisor` that decides everything, and the HTTP client,
+/// WebSockets and timers that carry out its actions. Every method runs on the loop thread.
+///
+/// Events are handled one at a time: an action that causes another event (a write the kernel
+/// took, a connection that failed) queues it, and the queue drains before control returns
+/// to the loop. Local bytes reach the session only within `readAllowance`, measured when
+/// they are handed over, so the session never sees an overrun.
+final class RelayService {
+    /// What `systemctl status` shows for the relay.
+    enum State: String {
+        case starting, connecting, up, down, stopping, stopped
+    }
+
+    let configuration: RelayConfiguration
+    private let loop: EventLoop
+    private let resolver: Resolver
+    private let logger: Logger
+    private let dialer: SecureDialer
+    private let endpoint: SecureEndpoint
+    private let client: HTTPClient
+    private var supervisor: SessionSupervisor
+    /// The loop time that is `MonotonicInstant.start` for the supervisor.
+    private let origin: MonotonicTime
+
+    private var listener: TCPListener?
+    private var locals: [ConnectionID: LocalSocket] = [:]
+    private var nextConnection: UInt64 = 1
+    private var requests: [RequestID: HTTPClientTask] = [:]
+    private var sockets: [SocketID: CarrierWebSocket] = [:]
+    /// Cancels each scheduled session timer.
+    private var timers: [TimerID: () -> Void] = [:]
+
+    private enum Work {
+        case event(SessionEvent)
+        /// Hand a local connection's held bytes (and then its EOF) to the session.
+        case pumpLocal(ConnectionID)
+    }
+
+    private var work: [Work] = []
+    private var working = false
+    private var stopCompletion: (() -> Void)?
+
+    private(set) var state = State.starting
+    private(set) var carrier: CarrierMode?
+    /// Bytes read from local connections and handed to the session.
+    private(set) var bytesUp = 0
+    /// Relay bytes written to local connections.
+    private(set) var bytesDown = 0
+    /// The class of the last session failure (`SessionFailure.Kind`).
+    private(set) var lastErrorClass: String?
+    /// Called after anything `status` shows may have changed.
+    var onStatusChange: (() -> Void)?
+
+    /// Builds the relay's network parts. `context` is the relay's client TLS context, built
+    /// off the loop (it reads the CA file).
+    init(
+        configuration: RelayConfiguration, context: TLSContext, loop: EventLoop, resolver: Resolver, logger: Logger,
+        settings: SessionSettings? = nil
+    ) throws(RelayServiceError) {
+        guard let endpoint = RelayTransport.endpoint(for: configuration) else {
+            throw RelayServiceError("the relay address of '\(configuration.name)' cannot be dialled")
+        }
+        // A configured proxy is never bypassed: one that cannot be used stops the relay.
+        guard let tcpDialer = RelayTransport.dialer(for: configuration) else {
+            throw RelayServiceError("the proxy of '\(configuration.name)' cannot be dialled")
+        }
+        self.configuration = configuration
+        self.loop = loop
+        self.resolver = resolver
+        self.logger = logger.with(relay: configuration.name).redacting([configuration.secret])
+        self.endpoint = endpoint
+        dialer = SecureDialer(dialer: tcpDialer, context: context)
+        var settings = settings ?? SessionSettings()
+        settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
+        // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
+        client = HTTPClient(
+            endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop,
+            configuration: HTTPClient.Configuration(
+                maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
+                parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes)))
+        supervisor = SessionSupervisor(
+            secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
+            settings: settings, random: SystemRandomNumberGenerator())
+        origin = loop.now
+    }
+
+    /// The client TLS context of a relay. Reads the CA file: call it off the loop.
+    static func makeTLSContext(for configuration: RelayConfiguration) throws(TLSError) -> TLSContext {
+        try TLSContext(client: RelayTransport.tlsConfiguration(for: configuration))
+    }
+
+    /// The bound listener address (with the kernel's port).
+    var listenAddress: SocketAddress? { listener?.localAddress }
+
+    /// Open local connections.
+    var connectionCount: Int { locals.count }
+
+    /// Connections closed at once (limit) or after waiting for a session.
+    var refusedConnections: Int { supervisor.refusedConnections }
+
+    /// Binds the listener and starts building the first session.
+    func start() throws(NetError) {
+        let listen = configuration.listen
+        guard let address = SocketAddress(ipAddress: listen.host, port: listen.port) else {
+            throw NetError.syscall("bind", errno: EINVAL)
+        }
+        listener = try TCPListener.listen(
+            on: address, loop: loop,
+            accepted: { [weak self] tcp in self?.accepted(tcp) },
+            acceptFailed: { [weak self] error in
+                self?.logger.warning("cannot accept a local connection", LogFields(stage: "listen", error: "\(error)"))
+            })
+        logger.info("listening on \(configuration.listen)", LogFields(stage: "listen"))
+        state = .connecting
+        handle(.start)
+    }
+
+    /// Stops: closes the listener and local connections, deletes the session (bounded by the
+    /// session settings), then calls `completion` once everything is released.
+    func stop(completion: @escaping () -> Void) {
+        guard state != .stopped else {
+            completion()
+            return
+        }
+        stopCompletion = completion
+        listener?.close()
+        listener = nil
+        state = .stopping
+        onStatusChange?()
+        handle(.shutdown)
+    }
+
+    /// Releases everything at once (the drain deadline passed).
+    func forceStop() {
+        guard state != .stopped else { return }
+        finishStopping()
+    }
+
+    // MARK: Events
+
+    private var now: MonotonicInstant { MonotonicInstant(sinceStart: loop.now - origin) }
+
+    private func handle(_ event: SessionEvent) {
+        work.append(.event(event))
+        drain()
+    }
+
+    private func drain() {
+        guard !working else { return }
+        working = true
+        defer { working = false }
+        while !work.isEmpty {
+            switch work.removeFirst() {
+            case .event(let event):
+                perform(supervisor.handle(event, at: now))
+            case .pumpLocal(let id):
+                pump(id)
+            }
+        }
+    }
+
+    /// Hands what the connection holds to the session, within its allowance; then its EOF.
+    private func pump(_ id: ConnectionID) {
+        guard let local = locals[id] else { return }
+        let allowance = supervisor.readAllowance(for: id)
+        let count = min(allowance, local.inbox.count)
+        if count > 0 {
+            let bytes = local.inbox[..<count]
+            local.inbox.removeFirst(count)
+            bytesUp += count
+            perform(supervisor.handle(.localRead(id, bytes), at: now))
+        }
+        guard let local = locals[id] else { return }
+        if local.inbox.isEmpty, local.eofPending {
+            local.eofPending = false
+            perform(supervisor.handle(.localEOF(id), at: now))
+            // The session no longer carries it: finish the connection (queued writes go first).
+            if let local = locals.removeValue(forKey: id) { local.tcp.close() }
+            onStatusChange?()
+            return
+        }
+        local.updateReading()
+    }
+
+    // MARK: Local connections
+
+    private func accepted(_ tcp: TCPConnection) {
+        let id = ConnectionID(nextConnection)
+        nextConnection += 1
+        let local = LocalSocket(id: id, tcp: tcp, owner: self)
+        locals[id] = local
+        tcp.delegate = local
+        handle(.localAccepted(id))
+        locals[id]?.updateReading()
+        onStatusChange?()
+    }
+
+    func localDataArrived(_ id: ConnectionID) {
+        work.append(.pumpLocal(id))
+        drain()
+    }
+
+    func localDrained(_ id: ConnectionID) {
+        guard let written = locals[id]?.takeWrittenCount(), written > 0 else { return }
+        bytesDown += written
+        handle(.localWritten(id, written))
+    }
+
+    func localClosed(_ id: ConnectionID, failed: Bool) {
+        guard locals.removeValue(forKey: id) != nil else { return }
+        handle(failed ? .localError(id) : .localEOF(id))
+        onStatusChange?()
+    }
+
+    // MARK: WebSockets
+
+    func socketEvent(_ event: SessionEvent) {
+        handle(event)
+    }
+
+    func socketEnded(_ id: SocketID, clean: Bool) {
+        guard sockets.removeValue(forKey: id) != nil else { return }
+        handle(.webSocketClosed(id, clean: clean))
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [SessionAction]) {
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: SessionAction) {
+        switch action {
+        case .sendHTTP(let id, let request, let deadline):
+            sendHTTP(id, request, timeout: now.duration(to: deadline))
+        case .cancelHTTP(let id):
+            requests.removeValue(forKey: id)?.cancel()
+        case .openWebSocket(let id, let request, let deadline):
+            openWebSocket(id, request, timeout: now.duration(to: deadline))
+        case .sendWebSocketMessage(let id, let message):
+            guard let endpoint = sockets[id]?.endpoint else { return }
+            do {
+                try endpoint.send(message)
+            } catch {
+                logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
+                endpoint.abort()
+            }
+        case .sendWebSocketPing(let id):
+            _ = sockets[id]?.endpoint?.sendPing()
+        case .closeWebSocket(let id):
+            sockets.removeValue(forKey: id)?.close()
+        case .writeLocal(let id, let bytes):
+            guard let local = locals[id] else { return }
+            guard let written = local.write(bytes) else {
+                locals[id] = nil
+                local.tcp.abort()
+                work.append(.event(.localError(id)))
+                return
+            }
+            if written > 0 {
+                bytesDown += written
+                work.append(.event(.localWritten(id, written)))
+            }
+        case .pauseLocalRead(let id):
+            locals[id]?.sessionAllowsReading = false
+            locals[id]?.updateReading()
+        case .resumeLocalRead(let id):
+            locals[id]?.sessionAllowsReading = true
+            work.append(.pumpLocal(id))
+        case .closeLocal(let id, let reason):
+            guard let local = locals.removeValue(forKey: id) else { return }
+            if reason.flushesPendingWrites { local.tcp.close() } else { local.tcp.abort() }
+            onStatusChange?()
+        case .schedule(let timer, let at):
+            timers.removeValue(forKey: timer)?()
+            let scheduled = loop.scheduleTimer(at: origin + at.sinceStart) { [weak self] in
+                guard let self, timers.removeValue(forKey: timer) != nil else { return }
+                handle(.timerFired(timer))
+            }
+            timers[timer] = { [loop] in loop.cancelTimer(scheduled) }
+        case .cancelTimer(let timer):
+            timers.removeValue(forKey: timer)?()
+        case .sessionUp(let mode):
+            state = .up
+            carrier = mode
+            if configuration.carrier != .follow, configuration.carrier.rawValue != mode.rawValue {
+                logger.warning(
+                    "the relay uses the \(mode) carrier, not the configured \(configuration.carrier)",
+                    LogFields(stage: "carrier", carrier: mode.rawValue))
+            }
+            logger.notice(
+                "session up", LogFields(event: .sessionUp, stage: "carrier", carrier: mode.rawValue, streams: locals.count))
+            onStatusChange?()
+        case .sessionDown(let failure):
+            sessionDown(failure)
+        case .log(let event):
+            log(event)
+        case .stopped:
+            finishStopping()
+        }
+    }
+
+    private func sendHTTP(_ id: RequestID, _ request: CarrierRequest, timeout: Duration) {
+        let started = loop.now
+        let httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
+        requests[id] = client.execute(httpRequest) { [weak self] result in
+            guard let self, requests.removeValue(forKey: id) != nil else { return }
+            switch result {
+            case .success(let response):
+                logger.debug(
+                    "\(request.method) answered \(response.status) in \(loop.now - started)",
+                    LogFields(stage: "http"))
+                handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))))
+            case .failure(let error):
+                logger.debug(
+                    "\(request.method) failed (\(error.kind)) after \(loop.now - started)",
+                    LogFields(stage: "http", error: "\(error.kind)"))
+                handle(.httpFailed(id))
+            }
+        }
+    }
+
+    private func openWebSocket(_ id: SocketID, _ request: CarrierRequest, timeout: Duration) {
+        guard let configuration = RelayTransport.webSocketConfiguration(request, timeout: max(timeout, .milliseconds(1)))
+        else {
+            work.append(.event(.webSocketUpgradeFailed(id, response: nil)))
+            return
+        }
+        let socket = CarrierWebSocket(id: id, owner: self)
+        sockets[id] = socket
+        socket.attempt = WebSocketClient.connect(
+            to: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: configuration
+        ) { [weak self, weak socket] result in
+            guard let self, let socket, sockets[id] === socket else {
+                if case .success(let endpoint) = result { endpoint.abort() }
+                return
+            }
+            socket.attempt = nil
+            switch result {
+            case .success(let endpoint):
+                socket.endpoint = endpoint
+                endpoint.delegate = socket
+                handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)))
+            case .failure(let error):
+                sockets[id] = nil
+                logger.debug("a WebSocket upgrade failed", LogFields(stage: "carrier", error: "\(error)"))
+                handle(.webSocketUpgradeFailed(id, response: RelayTransport.upgradeAnswer(error)))
+            }
+        }
+    }
+
+    private func sessionDown(_ failure: SessionFailure) {
+        let wasUp = state == .up
+        if state != .stopping { state = .down }
+        carrier = nil
+        lastErrorClass = failure.kind.rawValue
+        let event: LogEvent =
+            switch failure.kind {
+            case .notARelay, .refused, .carrierModeMismatch: wasUp ? .sessionLost : .relayRejected
+            case .unreachable: wasUp ? .sessionLost : .relayUnreachable
+            default: .sessionLost
+            }
+        logger.warning(
+            failure.message, LogFields(event: event, stage: wasUp ? "carrier" : "bootstrap", error: failure.kind.rawValue))
+        onStatusChange?()
+    }
+
+    private func log(_ event: SessionLogEvent) {
+        switch event {
+        case .bootstrapping(let failures):
+            logger.info(
+                "building a session" + (failures > 0 ? " after \(failures) failures" : ""), LogFields(stage: "bootstrap"))
+        case .bridgePageParsed(let mode, let batchLimit):
+            logger.debug("bridge page: \(mode) carrier, batches up to \(batchLimit) bytes", LogFields(stage: "bootstrap"))
+        case .requestRetry(let operation, let failed, let after):
+            logger.info("\(operation) failed \(failed) times; retrying in \(after)", LogFields(stage: "http"))
+        case .rebuildScheduled(let after):
+            logger.info("next session attempt in \(after)", LogFields(stage: "bootstrap"))
+        case .localConnectionRefused(let reason, let total):
+            logger.notice("closed a local connection: \(reason) (\(total) so far)", LogFields(stage: "listen"))
+        case .streamAborted(let stream, let message):
+            logger.warning("stream \(stream.rawValue) aborted: \(message)", LogFields(stage: "carrier"))
+        case .idleSessionRecycled:
+            logger.info("idle session recycled", LogFields(stage: "carrier"))
+        case .sessionDeleted(let status):
+            logger.info("session deleted (\(status.map(String.init) ?? "no answer"))", LogFields(stage: "shutdown"))
+        }
+    }
+
+    private func finishStopping() {
+        state = .stopped
+        listener?.close()
+        listener = nil
+        for local in locals.values { local.tcp.abort() }
+        locals = [:]
+        for request in requests.values { request.cancel() }
+        requests = [:]
+        for socket in sockets.values { socket.close() }
+        sockets = [:]
+        for cancel in timers.values { cancel() }
+        timers = [:]
+        client.shutdown()
+        onStatusChange?()
+        let completion = stopCompletion
+        stopCompletion = nil
+        completion?()
+    }
+}
+
+/// A relay cannot be started with its configuration.
+struct RelayServiceError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

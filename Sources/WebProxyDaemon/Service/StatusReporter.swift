@@ -1,0 +1,51 @@
+import WebProxyCore
+
+/// What `STATUS=` says about one relay.
+struct RelayStatus: Equatable {
+    var name: String
+    var state: RelayService.State
+    var carrier: CarrierMode?
+    var streams: Int
+    var bytesUp: Int
+    var bytesDown: Int
+    var lastErrorClass: String?
+}
+
+/// Sends `STATUS=` lines (the notifier keeps them to one a second) and `WATCHDOG=1`.
+struct StatusReporter {
+    let notifier: ServiceNotifier
+
+    /// Offers the status of `relays`; a status offered too soon is sent by a later offer.
+    func report(_ relays: [RelayStatus], now: Duration) {
+        notifier.status(Self.text(for: relays), now: now)
+    }
+
+    /// One line: `home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down; work: down (last error: unreachable)`.
+    static func text(for relays: [RelayStatus]) -> String {
+        guard !relays.isEmpty else { return "no relays" }
+        return relays.map(text(for:)).joined(separator: "; ")
+    }
+
+    static func text(for relay: RelayStatus) -> String {
+        var text = "\(relay.name): \(relay.state.rawValue)"
+        if let carrier = relay.carrier { text += " (\(carrier))" }
+        text += ", \(relay.streams) stream\(relay.streams == 1 ? "" : "s")"
+        text += ", \(byteCount(relay.bytesUp)) up, \(byteCount(relay.bytesDown)) down"
+        if let error = relay.lastErrorClass { text += ", last error: \(error)" }
+        return text
+    }
+
+    /// Bytes, KiB, MiB or GiB with one decimal.
+    static func byteCount(_ count: Int) -> String {
+        guard count >= 1024 else { return "\(count) B" }
+        var value = Double(count) / 1024
+        for unit in ["KiB", "MiB", "GiB"] {
+            if value < 1024 || unit == "GiB" {
+                let tenths = Int((value * 10).rounded())
+                return "\(tenths / 10).\(tenths % 10) \(unit)"
+            }
+            value /= 1024
+        }
+        return "\(count) B"
+    }
+}

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+import WebProxyNet
+
+@testable import WebProxyDaemon
+
+/// Reload (as SIGHUP does it): added relays start, unchanged ones keep running, a bad file
+/// keeps the running configuration and says why.
+@Suite(.serialized) struct DaemonReloadTests {
+    static func relaySection(_ name: String, port: UInt16) -> String {
+        """
+        [relay \(name)]
+        link = tg://webproxy?server=proxy.example.com&secret=000102030405060708090a0b0c0d0e0f
+        listen = 127.0.0.1:\(port)
+        connect-to = 127.0.0.1:\(unusedLoopbackPort())
+
+        """
+    }
+
+    /// Polls `condition` every 20 ms for up to 5 s.
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<250 {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    @Test func reloadStartsAddedRelaysAndKeepsTheOldConfigurationOnErrors() throws {
+        let (homePort, workPort) = (unusedLoopbackPort(), unusedLoopbackPort())
+        let home = Self.relaySection("home", port: homePort)
+        let path = temporaryFile(named: "reload.conf", home)
+        let loaded = try DaemonConfiguration.load(path: path, environment: [:])
+        let backend = MemoryLogBackend()
+        let daemon = try Daemon(
+            configuration: loaded.configuration, configurationPath: path, environment: [:],
+            logger: Logger(backend: backend), drainLimit: .milliseconds(500))
+        try daemon.start()
+        #expect(daemon.listenAddresses().mapValues(\.port) == ["home": homePort])
+
+        _ = temporaryFile(named: "reload.conf", home + Self.relaySection("work", port: workPort))
+        daemon.requestReload()
+        #expect(Self.eventually { daemon.listenAddresses().mapValues(\.port) == ["home": homePort, "work": workPort] })
+        #expect(backend.records.contains { $0.message == "reload: 1 added, 0 removed, 0 changed, 1 unchanged" })
+
+        _ = temporaryFile(named: "reload.conf", home + "[relay broken]\nlisten = nowhere\n")
+        daemon.requestReload()
+        #expect(Self.eventually { backend.records.contains { $0.message.hasPrefix("reload refused, keeping the running configuration: ") } })
+        #expect(daemon.listenAddresses().mapValues(\.port) == ["home": homePort, "work": workPort])
+
+        _ = temporaryFile(named: "reload.conf", home)
+        daemon.requestReload()
+        #expect(Self.eventually { daemon.listenAddresses().mapValues(\.port) == ["home": homePort] })
+
+        daemon.requestStop()
+        #expect(daemon.waitUntilStopped() == 0)
+    }
+}
