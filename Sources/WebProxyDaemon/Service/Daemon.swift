@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import WebProxyCore
 import WebProxyNet
 
@@ -250,8 +251,10 @@ public final class Daemon: @unchecked Sendable {
         notifier.reloading(monotonicNow: MonotonicClock.now())
         logger.notice("reloading \(path)")
         let environment = environment
-        // Reading the file and the CA files blocks: do it off the loop.
-        Task.detached { [self] in
+        // Reading the file and the CA files blocks: do it on a thread of its own, off the
+        // loop and off Swift's cooperative pool (which blocking work would starve).
+        let loop = loop
+        Thread.detachNewThread { [self] in
             let prepared = Self.prepare(path: path, environment: environment)
             loop.execute { [self] in apply(prepared) }
         }
