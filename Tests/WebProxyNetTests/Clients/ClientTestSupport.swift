@@ -67,6 +67,7 @@ final class WebSocketRecorder: WebSocketEndpointDelegate {
     var onMessage: ((WebSocketEndpoint, [UInt8]) -> Void)?
     var onPong: ((WebSocketEndpoint, [UInt8]) -> Void)?
     var onClose: ((WebSocketCloseOutcome) -> Void)?
+    var onDrain: ((WebSocketEndpoint) -> Void)?
 
     func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8]) {
         messages.append(message)
@@ -80,6 +81,7 @@ final class WebSocketRecorder: WebSocketEndpointDelegate {
 
     func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
         drained += 1
+        onDrain?(endpoint)
     }
 
     func webSocket(_ endpoint: WebSocketEndpoint, didCloseWith outcome: WebSocketCloseOutcome) {
