@@ -73,7 +73,8 @@ struct HTTPClientTests {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
             let results: [ClientResult] = try await onLoop(loop) { done in
-                let big = payload(3 << 20, seed: 9)
+                // Over the 4 MiB write queue limit in both directions.
+                let big = payload(5 << 20, seed: 9)
                 let server = try startTestServer(
                     on: loop, context: tls.server,
                     configuration: HTTPServer.Configuration(parserLimits: HTTPParserLimits(maxBodyBytes: 8 << 20))
@@ -96,7 +97,7 @@ struct HTTPClientTests {
                     results.append(result)
                     client.execute(
                         HTTPClientRequest(
-                            method: "POST", target: "/echo-reversed", body: big, maxResponseBodyBytes: 4 << 20)
+                            method: "POST", target: "/echo-reversed", body: big, maxResponseBodyBytes: 6 << 20)
                     ) { result in
                         results.append(result.map { response in
                             HTTPClientResponse(head: response.head, body: response.body == big.reversed() ? [1] : [0])
