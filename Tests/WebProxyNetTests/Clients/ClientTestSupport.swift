@@ -42,7 +42,8 @@ func makeClient(
     configuration: HTTPClient.Configuration = HTTPClient.Configuration(), proxy: UpstreamProxy? = nil
 ) -> HTTPClient {
     HTTPClient(
-        endpoint: endpoint(of: server), dialer: SecureDialer(dialer: Dialer(proxy: proxy, timeout: .seconds(5)), context: context),
+        endpoint: endpoint(of: server),
+        dialer: SecureDialer(dialer: Dialer(proxy: proxy, timeout: .seconds(5)), context: context),
         resolver: resolver, loop: loop, configuration: configuration)
 }
 

@@ -47,7 +47,8 @@ struct TLSConnectionTests {
                     on: loop, context: tls.server,
                     configuration: HTTPServer.Configuration(parserLimits: HTTPParserLimits(maxBodyBytes: 4 << 20))
                 ) { _, responder in
-                    responder.respond(HTTPResponseHead(status: 200, reason: "OK", headers: [("Connection", "close")]), body: body)
+                    responder.respond(
+                        HTTPResponseHead(status: 200, reason: "OK", headers: [("Connection", "close")]), body: body)
                 }
                 let dialer = SecureDialer(context: tls.client)
                 let request = Array("GET / HTTP/1.1\r\nHost: proxy.example.com\r\n\r\n".utf8)

@@ -36,7 +36,8 @@ struct WebSocketClientTests {
             let outcome: EchoOutcome = try await onLoop(loop, timeout: .seconds(60)) { done in
                 var outcome = EchoOutcome()
                 // 4 messages of 1 MiB and 200 small ones: several MiB in total.
-                let messages = (0..<4).map { payload(1 << 20, seed: UInt8($0)) } + (0..<200).map { payload($0 + 1, seed: 3) }
+                let messages =
+                    (0..<4).map { payload(1 << 20, seed: UInt8($0)) } + (0..<200).map { payload($0 + 1, seed: 3) }
                 var serverEcho: EchoWebSocket?
                 let server = try startTestServer(
                     on: loop, context: tls.server,
