@@ -50,7 +50,8 @@ public struct SecureDialer: Sendable {
     ) -> SecureDialOperation {
         loop.assertInEventLoop()
         let operation = SecureDialOperation(loop: loop, completion: completion)
-        operation.dial = dialer.dial(endpoint.dialTarget, on: loop, resolver: resolver) { [operation, context, handshakeTimeout] result in
+        operation.dial = dialer.dial(endpoint.dialTarget, on: loop, resolver: resolver) {
+            [operation, context, handshakeTimeout] result in
             operation.dial = nil
             switch result {
             case .failure(let error):

@@ -430,7 +430,9 @@ public final class TLSConnection {
             completion(
                 .failure(
                     reported
-                        ?? .tls(TLSError(.closedDuringHandshake, "the connection to \(peer) closed during the TLS handshake"))
+                        ?? .tls(
+                            TLSError(
+                                .closedDuringHandshake, "the connection to \(peer) closed during the TLS handshake"))
                 ))
             return
         }

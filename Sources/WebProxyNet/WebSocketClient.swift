@@ -122,7 +122,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
     public func cancel() {
         loop.assertInEventLoop()
         completion = nil
-        finish(.failure(.timedOut(.zero)))
+        tearDown()
     }
 
     /// 16 bytes from OpenSSL's CSPRNG. A generator failure traps: a predictable key is
@@ -152,18 +152,24 @@ public final class WebSocketClient: TLSConnectionDelegate {
     }
 
     private func finish(_ result: Result<WebSocketEndpoint, WebSocketClientError>) {
+        let completion = self.completion
+        self.completion = nil
+        if case .success = result { tls = nil }
+        tearDown()
+        completion?(result)
+    }
+
+    /// Stops the deadline and the dial, and resets a connection still held here.
+    private func tearDown() {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
         dial?.cancel()
         dial = nil
-        let completion = self.completion
-        self.completion = nil
-        if case .failure = result, let tls {
+        if let tls {
             tls.delegate = nil
             tls.abort()
         }
         tls = nil
-        completion?(result)
     }
 
     private func drainParser() {
@@ -199,7 +205,6 @@ public final class WebSocketClient: TLSConnectionDelegate {
             tls: tls,
             machine: WebSocketConnection(clientWithMasks: .openSSL(), maxMessageBytes: configuration.maxMessageBytes),
             leftover: parser.takeUnparsedBytes(), closeTimeout: configuration.closeTimeout)
-        self.tls = nil
         finish(.success(endpoint))
     }
 

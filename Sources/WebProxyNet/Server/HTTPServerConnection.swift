@@ -13,6 +13,12 @@ final class HTTPServerConnection: TLSConnectionDelegate {
     private var idleTimer: TimerID?
     private var processing = false
     private var handedOver = false
+    private var outgoing: [UInt8] = []
+    private var outgoingOffset = 0
+    private var keepAliveAfterResponse = false
+
+    /// Response bytes handed to TLS per write while it accepts them.
+    private static let writeChunk = 64 * 1024
 
     init(server: HTTPServer, tls: TLSConnection, number: Int) {
         self.server = server
@@ -25,7 +31,8 @@ final class HTTPServerConnection: TLSConnectionDelegate {
 
     var isOpen: Bool { tls.isOpen && !handedOver }
 
-    private var isBusy: Bool { responder != nil }
+    /// A request is waiting for its answer or the answer is still being written.
+    private var isBusy: Bool { responder != nil || !outgoing.isEmpty }
 
     func abort() { tls.abort() }
 
@@ -83,15 +90,34 @@ final class HTTPServerConnection: TLSConnectionDelegate {
         tls.close()
     }
 
+    /// Writes a response in pieces as TLS accepts them (a body may exceed the write queue
+    /// limit), then reads the next request or closes.
     func sendResponse(_ bytes: [UInt8], keepAlive: Bool) {
         responder = nil
-        do {
-            try tls.write(bytes)
-        } catch {
-            tls.abort()
-            return
+        outgoing = bytes
+        outgoingOffset = 0
+        keepAliveAfterResponse = keepAlive
+        continueResponse()
+    }
+
+    private func continueResponse() {
+        while outgoingOffset < outgoing.count && tls.isWritable {
+            let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
+            let outcome = outgoing.withUnsafeBytes { raw in
+                Result { () throws(TransportError) in
+                    try tls.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                }
+            }
+            guard case .success = outcome else {
+                tls.abort()
+                return
+            }
+            outgoingOffset = end
         }
-        guard keepAlive else {
+        guard outgoingOffset == outgoing.count else { return }
+        outgoing = []
+        outgoingOffset = 0
+        guard keepAliveAfterResponse else {
             tls.close()
             return
         }
@@ -138,6 +164,10 @@ final class HTTPServerConnection: TLSConnectionDelegate {
             return
         }
         processRequests()
+    }
+
+    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+        if !outgoing.isEmpty { continueResponse() }
     }
 
     func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {

@@ -42,7 +42,8 @@ func makeClient(
     configuration: HTTPClient.Configuration = HTTPClient.Configuration(), proxy: UpstreamProxy? = nil
 ) -> HTTPClient {
     HTTPClient(
-        endpoint: endpoint(of: server), dialer: SecureDialer(dialer: Dialer(proxy: proxy, timeout: .seconds(5)), context: context),
+        endpoint: endpoint(of: server),
+        dialer: SecureDialer(dialer: Dialer(proxy: proxy, timeout: .seconds(5)), context: context),
         resolver: resolver, loop: loop, configuration: configuration)
 }
 
@@ -67,6 +68,7 @@ final class WebSocketRecorder: WebSocketEndpointDelegate {
     var onMessage: ((WebSocketEndpoint, [UInt8]) -> Void)?
     var onPong: ((WebSocketEndpoint, [UInt8]) -> Void)?
     var onClose: ((WebSocketCloseOutcome) -> Void)?
+    var onDrain: ((WebSocketEndpoint) -> Void)?
 
     func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8]) {
         messages.append(message)
@@ -80,6 +82,7 @@ final class WebSocketRecorder: WebSocketEndpointDelegate {
 
     func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
         drained += 1
+        onDrain?(endpoint)
     }
 
     func webSocket(_ endpoint: WebSocketEndpoint, didCloseWith outcome: WebSocketCloseOutcome) {

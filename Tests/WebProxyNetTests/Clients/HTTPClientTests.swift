@@ -9,7 +9,8 @@ struct HTTPClientTests {
     @Test func keepAliveCarriesTwoRequestsOnOneConnectionWithHeadersAsGiven() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
-            let (requests, results, opened): ([HTTPServerRequest], [ClientResult], Int) = try await onLoop(loop) { done in
+            let (requests, results, opened): ([HTTPServerRequest], [ClientResult], Int) = try await onLoop(loop) {
+                done in
                 var seen: [HTTPServerRequest] = []
                 let server = try startTestServer(on: loop, context: tls.server) { request, responder in
                     seen.append(request)
@@ -73,7 +74,8 @@ struct HTTPClientTests {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
             let results: [ClientResult] = try await onLoop(loop) { done in
-                let big = payload(3 << 20, seed: 9)
+                // Over the 4 MiB write queue limit in both directions.
+                let big = payload(5 << 20, seed: 9)
                 let server = try startTestServer(
                     on: loop, context: tls.server,
                     configuration: HTTPServer.Configuration(parserLimits: HTTPParserLimits(maxBodyBytes: 8 << 20))
@@ -96,11 +98,13 @@ struct HTTPClientTests {
                     results.append(result)
                     client.execute(
                         HTTPClientRequest(
-                            method: "POST", target: "/echo-reversed", body: big, maxResponseBodyBytes: 4 << 20)
+                            method: "POST", target: "/echo-reversed", body: big, maxResponseBodyBytes: 6 << 20)
                     ) { result in
-                        results.append(result.map { response in
-                            HTTPClientResponse(head: response.head, body: response.body == big.reversed() ? [1] : [0])
-                        })
+                        results.append(
+                            result.map { response in
+                                HTTPClientResponse(
+                                    head: response.head, body: response.body == big.reversed() ? [1] : [0])
+                            })
                         client.execute(HTTPClientRequest(target: "/ten-thousand", maxResponseBodyBytes: 9_999)) {
                             result in
                             results.append(result)
@@ -136,7 +140,9 @@ struct HTTPClientTests {
                     // Answer only once every pooled connection holds a parked poll.
                     guard parked.count == 8 else { return }
                     #expect(client?.queuedRequestCount == 2)
-                    for responder in parked { responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: [1]) }
+                    for responder in parked {
+                        responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: [1])
+                    }
                 }
                 let pool = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client)
                 client = pool
@@ -149,7 +155,10 @@ struct HTTPClientTests {
             }
             #expect(opened == 8)
             #expect(connections.count == 8)
-            #expect(try results.map { try $0.get().body }.sorted { $0[0] < $1[0] } == Array(repeating: [1], count: 8) + [[2], [2]])
+            #expect(
+                try results.map { try $0.get().body }.sorted { $0[0] < $1[0] } == Array(repeating: [1], count: 8) + [
+                    [2], [2],
+                ])
         }
     }
 
@@ -227,7 +236,8 @@ struct HTTPClientTests {
                     default:
                         // Part of the body, then the server closes.
                         responder.respond(
-                            rawBytes: Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial".utf8), keepAlive: false)
+                            rawBytes: Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial".utf8),
+                            keepAlive: false)
                     }
                 }
                 let client = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client)
@@ -318,7 +328,8 @@ struct HTTPClientTests {
         try await withLoopAndResolver { loop, resolver in
             let (result, asked): (ClientResult, [[UInt8]]) = try await onLoop(loop) { done in
                 let server = try startTestServer(on: loop, context: tls.server) { request, responder in
-                    responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: Array(request.head.target.utf8))
+                    responder.respond(
+                        HTTPResponseHead(status: 200, reason: "OK"), body: Array(request.head.target.utf8))
                 }
                 let proxy = try TestProxy(
                     loop: loop, upstream: server.localAddress!, behaviour: .socks5(credentials: nil, reply: 0))
