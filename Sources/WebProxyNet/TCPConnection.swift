@@ -177,6 +177,14 @@ public final class TCPConnection {
     /// close or shutdownWrite, `.writeBufferFull` (queueing nothing) past `writeLimits.limit`.
     /// A send failure closes the connection and is reported through the delegate.
     public func write(_ bytes: [UInt8]) throws(NetError) {
+        let outcome = bytes.withUnsafeBytes { raw in
+            Result { () throws(NetError) in try write(raw) }
+        }
+        try outcome.get()
+    }
+
+    /// Sends `bytes` (copied only if the kernel does not take them all now); see `write(_:)`.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         loop.assertInEventLoop()
         guard case .open = state, !writeShutdownRequested, !closeRequested else {
             throw NetError(.closed, call: "write", message: "connection is closed for writing")
@@ -187,12 +195,10 @@ public final class TCPConnection {
         }
         var offset = 0
         if queue.isEmpty {
-            let outcome = bytes.withUnsafeBytes { raw in
-                var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)
-                return withUnsafePointer(to: &vector) { pointer in
-                    Result { () throws(NetError) -> IOResult in
-                        try Syscall.sendv(fd, UnsafeBufferPointer(start: pointer, count: 1))
-                    }
+            var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+            let outcome = withUnsafePointer(to: &vector) { pointer in
+                Result { () throws(NetError) -> IOResult in
+                    try Syscall.sendv(fd, UnsafeBufferPointer(start: pointer, count: 1))
                 }
             }
             let result: IOResult
@@ -206,7 +212,7 @@ public final class TCPConnection {
             if case .processed(let written) = result { offset = written }
             if offset == bytes.count { return }
         }
-        bytes.withUnsafeBytes { queue.append(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+        queue.append(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
         if queue.byteCount >= writeLimits.highWatermark { owesWritableNotice = true }
         updateInterest()
     }

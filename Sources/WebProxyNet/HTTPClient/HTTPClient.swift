@@ -1,0 +1,269 @@
+/// An HTTP/1.1 client for one origin over TLS, on one event loop: a pool of keep-alive
+/// connections (up to `maxConnections`), a bounded wait queue, a deadline per request.
+///
+/// One request at a time per connection (no pipelining). A request is never retried: a
+/// failure says whether any response byte arrived (`HTTPClientError.isNoResponse`). A
+/// cancelled or timed-out request's connection is closed, never reused. All methods and
+/// completions run on the loop thread.
+public final class HTTPClient {
+    /// Pool and request settings.
+    public struct Configuration: Sendable {
+        /// Connections open or opening at once (1...256); long polls each hold one.
+        public var maxConnections: Int
+        /// Requests waiting for a connection before `queueFull` is returned.
+        public var maxQueuedRequests: Int
+        /// Default deadline from submission to the response's last byte.
+        public var requestTimeout: Duration
+        /// An idle keep-alive connection is closed after this long.
+        public var idleTimeout: Duration
+        /// Response parser limits; `maxBodyBytes` is the default body cap.
+        public var parserLimits: HTTPParserLimits
+
+        /// The most connections one client may hold.
+        public static let connectionCeiling = 256
+
+        public init(
+            maxConnections: Int = 8, maxQueuedRequests: Int = 1024, requestTimeout: Duration = .seconds(90),
+            idleTimeout: Duration = .seconds(60), parserLimits: HTTPParserLimits = HTTPParserLimits()
+        ) {
+            self.maxConnections = maxConnections
+            self.maxQueuedRequests = maxQueuedRequests
+            self.requestTimeout = requestTimeout
+            self.idleTimeout = idleTimeout
+            self.parserLimits = parserLimits
+        }
+    }
+
+    /// The loop every connection and callback belongs to.
+    public let loop: EventLoop
+    /// Who the client talks to.
+    public let endpoint: SecureEndpoint
+    /// The settings in force (`maxConnections` clamped to 1...256).
+    public let configuration: Configuration
+
+    private let dialer: SecureDialer
+    private let resolver: Resolver
+    private var queue: [HTTPClientTask] = []
+    private var connections: [ObjectIdentifier: HTTPClientConnection] = [:]
+    private var idle: [HTTPClientConnection] = []
+    private var dials: [Int: SecureDialOperation] = [:]
+    private var nextDialID = 0
+    private var isShutDown = false
+
+    /// How many connections have been opened over the client's life (for tests and stats).
+    public private(set) var connectionsOpened = 0
+
+    public init(
+        endpoint: SecureEndpoint, dialer: SecureDialer, resolver: Resolver, loop: EventLoop,
+        configuration: Configuration = Configuration()
+    ) {
+        var configuration = configuration
+        configuration.maxConnections = min(max(1, configuration.maxConnections), Configuration.connectionCeiling)
+        configuration.maxQueuedRequests = max(0, configuration.maxQueuedRequests)
+        self.endpoint = endpoint
+        self.dialer = dialer
+        self.resolver = resolver
+        self.loop = loop
+        self.configuration = configuration
+    }
+
+    /// Connections open now (busy or idle), not counting dials in progress.
+    public var openConnectionCount: Int { connections.count }
+    /// Idle keep-alive connections.
+    public var idleConnectionCount: Int { idle.count }
+    /// Requests waiting for a connection.
+    public var queuedRequestCount: Int { queue.count }
+
+    /// Sends `request` on a pooled connection. `completion` runs once on the loop, never
+    /// before this returns, unless the returned task is cancelled first.
+    @discardableResult
+    public func execute(
+        _ request: HTTPClientRequest,
+        completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) -> HTTPClientTask {
+        loop.assertInEventLoop()
+        let task = HTTPClientTask(client: self, request: request, completion: completion)
+        let refusal: HTTPClientError?
+        if isShutDown {
+            refusal = HTTPClientError(.shutDown, "the client was shut down")
+        } else if queue.count >= configuration.maxQueuedRequests {
+            refusal = HTTPClientError(.queueFull, "\(queue.count) requests already wait for a connection")
+        } else {
+            do throws(HTTPError) {
+                task.encoded = try Self.encode(request, hostHeader: endpoint.hostHeader)
+                refusal = nil
+            } catch {
+                refusal = HTTPClientError(.invalidRequest, "the request cannot be serialized", http: error)
+            }
+        }
+        if let refusal {
+            loop.scheduleTimer(after: .zero) { task.complete(.failure(refusal)) }
+            return task
+        }
+        let timeout = request.timeout ?? configuration.requestTimeout
+        task.deadline = loop.scheduleTimer(after: timeout) { [self] in
+            task.deadline = nil
+            timedOut(task, after: timeout)
+        }
+        queue.append(task)
+        dispatch()
+        return task
+    }
+
+    /// Fails every queued and in-flight request with `shutDown`, closes every connection and
+    /// refuses new requests.
+    public func shutdown() {
+        loop.assertInEventLoop()
+        guard !isShutDown else { return }
+        isShutDown = true
+        let error = HTTPClientError(.shutDown, "the client was shut down")
+        for dial in dials.values { dial.cancel() }
+        dials.removeAll()
+        let waiting = queue
+        queue.removeAll()
+        for task in waiting { task.complete(.failure(error)) }
+        for connection in Array(connections.values) {
+            connection.current.map { $0.complete(.failure(error)) }
+            connection.abandon()
+        }
+        connections.removeAll()
+        idle.removeAll()
+    }
+
+    /// The request head and body as one buffer; `Host` goes first when the caller set none.
+    static func encode(_ request: HTTPClientRequest, hostHeader: String) throws(HTTPError) -> [UInt8] {
+        var headers = request.headers
+        if !headers.contains("Host") {
+            headers = HTTPHeaders([HTTPField(name: "Host", value: hostHeader)] + headers.fields)
+        }
+        try headers.validateForSerialization()
+        let head = HTTPRequestHead(method: request.method, target: request.target, headers: headers)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (request.body?.count ?? 0))
+        try head.encode(into: &bytes, bodyLength: request.body?.count)
+        if let body = request.body { bytes.append(contentsOf: body) }
+        return bytes
+    }
+
+    // MARK: pool
+
+    /// Hands queued requests to idle connections and dials for the rest, within the cap.
+    private func dispatch() {
+        while !queue.isEmpty, let connection = idle.popLast() {
+            connection.start(queue.removeFirst())
+        }
+        let wanted = queue.count - dials.count
+        let room = configuration.maxConnections - connections.count - dials.count
+        for _ in 0..<max(0, min(wanted, room)) { startDial() }
+    }
+
+    private func startDial() {
+        let id = nextDialID
+        nextDialID += 1
+        dials[id] = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [self] result in
+            dials[id] = nil
+            switch result {
+            case .success(let tls):
+                connectionsOpened += 1
+                let connection = HTTPClientConnection(client: self, tls: tls, limits: configuration.parserLimits)
+                connections[ObjectIdentifier(connection)] = connection
+                becameIdle(connection)
+            case .failure(let error):
+                // One failed dial fails the oldest waiting request: a dead relay cannot
+                // leave requests waiting for their whole deadline.
+                if !queue.isEmpty {
+                    queue.removeFirst().complete(
+                        .failure(HTTPClientError(.connectFailed, "cannot connect to \(endpoint)", transport: error)))
+                }
+                dispatch()
+            }
+        }
+    }
+
+    func becameIdle(_ connection: HTTPClientConnection) {
+        guard !isShutDown else {
+            connection.abandon()
+            return
+        }
+        if let task = queue.first {
+            queue.removeFirst()
+            connection.start(task)
+        } else {
+            idle.append(connection)
+            connection.startIdleTimer(configuration.idleTimeout)
+        }
+    }
+
+    func connectionClosed(_ connection: HTTPClientConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        idle.removeAll { $0 === connection }
+        dispatch()
+    }
+
+    // MARK: task events
+
+    private func timedOut(_ task: HTTPClientTask, after timeout: Duration) {
+        if let index = queue.firstIndex(where: { $0 === task }) {
+            queue.remove(at: index)
+            task.complete(.failure(HTTPClientError(.timedOut, "no connection became free within \(timeout)")))
+            return
+        }
+        let sawBytes = task.connection?.sawResponseBytes ?? false
+        task.connection?.abandon()
+        let detail = sawBytes ? "the response did not finish" : "no response arrived"
+        task.complete(.failure(HTTPClientError(.timedOut, "\(detail) within \(timeout)")))
+        dispatch()
+    }
+
+    func cancelled(_ task: HTTPClientTask) {
+        if let index = queue.firstIndex(where: { $0 === task }) {
+            queue.remove(at: index)
+            return
+        }
+        task.connection?.abandon()
+        dispatch()
+    }
+}
+
+/// A submitted request; `cancel()` abandons it (closing its connection if it was sent).
+public final class HTTPClientTask {
+    private weak var client: HTTPClient?
+    let request: HTTPClientRequest
+    private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
+    var encoded: [UInt8] = []
+    var deadline: TimerID?
+    /// The connection carrying the request, once it has one.
+    var connection: HTTPClientConnection?
+
+    init(
+        client: HTTPClient, request: HTTPClientRequest,
+        completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) {
+        self.client = client
+        self.request = request
+        self.completion = completion
+    }
+
+    /// Whether the completion has run or the task was cancelled.
+    public var isFinished: Bool { completion == nil }
+
+    /// Abandons the request: its completion will not run, and a connection it was sent on
+    /// is closed rather than reused.
+    public func cancel() {
+        guard completion != nil else { return }
+        completion = nil
+        if let deadline, let client { client.loop.cancelTimer(deadline) }
+        deadline = nil
+        client?.cancelled(self)
+        connection = nil
+    }
+
+    func complete(_ result: Result<HTTPClientResponse, HTTPClientError>) {
+        guard let completion else { return }
+        self.completion = nil
+        if let deadline, let client { client.loop.cancelTimer(deadline) }
+        deadline = nil
+        connection = nil
+        completion(result)
+    }
+}

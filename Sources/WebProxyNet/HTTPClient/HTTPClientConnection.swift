@@ -1,0 +1,175 @@
+/// One pooled keep-alive connection of an `HTTPClient`: sends one request at a time and
+/// parses its response with `HTTPResponseParser`.
+final class HTTPClientConnection: TLSConnectionDelegate {
+    private weak var client: HTTPClient?
+    private let tls: TLSConnection
+    private var parser: HTTPResponseParser
+    /// The request in flight, if any.
+    private(set) var current: HTTPClientTask?
+    /// Whether any byte of the current response arrived.
+    private(set) var sawResponseBytes = false
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+    private var outgoing: [UInt8] = []
+    private var outgoingOffset = 0
+    private var idleTimer: TimerID?
+    private var isClosed = false
+
+    /// Request bytes handed to TLS per write while it accepts them.
+    private static let writeChunk = 64 * 1024
+
+    init(client: HTTPClient, tls: TLSConnection, limits: HTTPParserLimits) {
+        self.client = client
+        self.tls = tls
+        self.parser = HTTPResponseParser(limits: limits)
+        tls.delegate = self
+    }
+
+    /// Sends `task`'s request.
+    func start(_ task: HTTPClientTask) {
+        cancelIdleTimer()
+        current = task
+        task.connection = self
+        sawResponseBytes = false
+        head = nil
+        body = []
+        parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
+        outgoing = task.encoded
+        outgoingOffset = 0
+        sendOutgoing()
+    }
+
+    func startIdleTimer(_ timeout: Duration) {
+        cancelIdleTimer()
+        idleTimer = tls.loop.scheduleTimer(after: timeout) { [self] in
+            idleTimer = nil
+            tls.close()
+        }
+    }
+
+    /// Drops the current request without completing it and resets the connection.
+    func abandon() {
+        current = nil
+        cancelIdleTimer()
+        tls.abort()
+    }
+
+    private func cancelIdleTimer() {
+        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        idleTimer = nil
+    }
+
+    private func sendOutgoing() {
+        while outgoingOffset < outgoing.count && tls.isWritable {
+            let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
+            let outcome = outgoing.withUnsafeBytes { raw in
+                Result { () throws(TransportError) in
+                    try tls.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                }
+            }
+            if case .failure(let error) = outcome {
+                fail(HTTPClientError(.noResponse, "the request could not be sent", transport: error))
+                return
+            }
+            outgoingOffset = end
+        }
+        if outgoingOffset == outgoing.count {
+            outgoing = []
+            outgoingOffset = 0
+        }
+    }
+
+    // MARK: TLSConnectionDelegate
+
+    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+        guard current != nil else {
+            // Bytes nobody asked for: the connection cannot be trusted to frame responses.
+            tls.abort()
+            return
+        }
+        sawResponseBytes = true
+        parser.receive(Array(plaintext))
+        drainParser()
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+        guard current != nil else {
+            tls.close()
+            return
+        }
+        parser.receiveEndOfStream()
+        drainParser()
+        tls.close()
+    }
+
+    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+        if current != nil { sendOutgoing() }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+        isClosed = true
+        cancelIdleTimer()
+        if let task = current {
+            current = nil
+            let failure =
+                sawResponseBytes
+                ? HTTPClientError(.badResponse, "the connection closed inside the response", transport: error)
+                : HTTPClientError(.noResponse, "the connection closed before a response", transport: error)
+            task.complete(.failure(failure))
+        }
+        client?.connectionClosed(self)
+    }
+
+    // MARK: responses
+
+    private func drainParser() {
+        do throws(HTTPError) {
+            while current != nil, let event = try parser.next() {
+                switch event {
+                case .informational:
+                    continue
+                case .head(let received):
+                    head = received
+                case .body(let slice):
+                    body.append(contentsOf: slice)
+                case .end(let keepAlive):
+                    finishResponse(keepAlive: keepAlive)
+                    return
+                case .switchedProtocols:
+                    fail(HTTPClientError(.badResponse, "the server switched protocols unasked"))
+                    return
+                }
+            }
+        } catch {
+            if error == .closedBeforeResponse {
+                fail(HTTPClientError(.noResponse, "the connection ended before a response", http: error))
+            } else {
+                fail(HTTPClientError(.badResponse, "the response is invalid", http: error))
+            }
+        }
+    }
+
+    private func finishResponse(keepAlive: Bool) {
+        guard let task = current, let head else { return }
+        current = nil
+        let response = HTTPClientResponse(head: head, body: body)
+        self.head = nil
+        body = []
+        let reusable =
+            keepAlive && !task.request.headers.contains("Connection", token: "close") && parser.isIdle
+            && outgoing.isEmpty && tls.isOpen
+        task.complete(.success(response))
+        if reusable && !isClosed {
+            client?.becameIdle(self)
+        } else {
+            tls.close()
+        }
+    }
+
+    private func fail(_ error: HTTPClientError) {
+        let task = current
+        current = nil
+        tls.abort()
+        task?.complete(.failure(error))
+    }
+}

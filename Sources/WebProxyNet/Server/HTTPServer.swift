@@ -1,0 +1,135 @@
+/// A request received by `HTTPServer`, with its whole body.
+public struct HTTPServerRequest: Sendable {
+    /// The request line and headers, exactly as received.
+    public var head: HTTPRequestHead
+    /// The body (Content-Length framed; chunked requests are refused).
+    public var body: [UInt8]
+    /// Numbers the server's connections from 1, so tests can see keep-alive reuse.
+    public var connectionNumber: Int
+    /// Which request this is on its connection, from 1.
+    public var requestNumberOnConnection: Int
+    /// The client's address.
+    public var remoteAddress: SocketAddress
+    /// The SNI name the client sent, if any.
+    public var serverName: String?
+}
+
+/// An HTTPS/1.1 server on a `TCPListener` (for the test relay and tests): TLS with a server
+/// context, requests parsed by `HTTPRequestParser`, keep-alive, and WebSocket upgrades.
+///
+/// One request at a time per connection (no pipelining): after a request the connection
+/// waits for its response before it parses the next one. It keeps reading meanwhile, so a
+/// client that goes away while a long poll is parked is noticed (`onConnectionClosed`), and
+/// it stops reading if the client sends more than `maxBytesWhileBusy` ahead.
+public final class HTTPServer {
+    /// Server settings.
+    public struct Configuration: Sendable {
+        /// Request limits; a body over `maxBodyBytes` gets 413.
+        public var parserLimits: HTTPParserLimits
+        /// TLS handshake deadline per connection.
+        public var handshakeTimeout: Duration
+        /// A connection with no request in progress is closed after this long.
+        public var idleTimeout: Duration
+        /// Bytes read ahead of the next request while one is in progress, before pausing.
+        public var maxBytesWhileBusy: Int
+
+        public init(
+            parserLimits: HTTPParserLimits = HTTPParserLimits(), handshakeTimeout: Duration = .seconds(10),
+            idleTimeout: Duration = .seconds(120), maxBytesWhileBusy: Int = 64 << 10
+        ) {
+            self.parserLimits = parserLimits
+            self.handshakeTimeout = handshakeTimeout
+            self.idleTimeout = idleTimeout
+            self.maxBytesWhileBusy = maxBytesWhileBusy
+        }
+    }
+
+    /// Called for each complete request; answer through the responder now or later.
+    public typealias Handler = (HTTPServerRequest, HTTPResponder) -> Void
+
+    /// The loop the server runs on.
+    public let loop: EventLoop
+    /// The settings in force.
+    public let configuration: Configuration
+    private let context: TLSContext
+    private let handler: Handler
+    private var listener: TCPListener?
+    private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    private var handshaking: [ObjectIdentifier: TLSConnection] = [:]
+    private var nextConnectionNumber = 1
+
+    /// How many TLS handshakes failed (for tests of certificates and faults).
+    public private(set) var failedHandshakes = 0
+
+    private init(loop: EventLoop, context: TLSContext, configuration: Configuration, handler: @escaping Handler) {
+        self.loop = loop
+        self.context = context
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// Listens on `address` and serves HTTPS with `context` (a server context).
+    public static func start(
+        on address: SocketAddress, context: TLSContext, loop: EventLoop,
+        configuration: Configuration = Configuration(), handler: @escaping Handler
+    ) throws(NetError) -> HTTPServer {
+        loop.assertInEventLoop()
+        let server = HTTPServer(loop: loop, context: context, configuration: configuration, handler: handler)
+        // The listener's registration keeps the server alive until `close()` or the loop stops.
+        server.listener = try TCPListener.listen(on: address, loop: loop) { [server] tcp in
+            server.accepted(tcp)
+        }
+        return server
+    }
+
+    /// The bound address (with the kernel's port when bound to port 0).
+    public var localAddress: SocketAddress? { listener?.localAddress }
+
+    /// Connections past the TLS handshake and still open.
+    public var openConnectionCount: Int { connections.count }
+
+    /// Stops listening and resets every connection.
+    public func close() {
+        loop.assertInEventLoop()
+        listener?.close()
+        listener = nil
+        for tls in handshaking.values { tls.abort() }
+        handshaking.removeAll()
+        for connection in connections.values { connection.abort() }
+        connections.removeAll()
+    }
+
+    private func accepted(_ tcp: TCPConnection) {
+        let number = nextConnectionNumber
+        nextConnectionNumber += 1
+        do throws(TLSError) {
+            var id: ObjectIdentifier?
+            let tls = try TLSConnection.startServer(
+                over: tcp, context: context, handshakeTimeout: configuration.handshakeTimeout
+            ) { [weak self] result in
+                guard let self else { return }
+                if let id { handshaking[id] = nil }
+                switch result {
+                case .success(let tls):
+                    let connection = HTTPServerConnection(server: self, tls: tls, number: number)
+                    connections[ObjectIdentifier(connection)] = connection
+                case .failure:
+                    failedHandshakes += 1
+                }
+            }
+            id = ObjectIdentifier(tls)
+            handshaking[ObjectIdentifier(tls)] = tls
+        } catch {
+            failedHandshakes += 1
+            tcp.abort()
+        }
+    }
+
+    func handle(_ request: HTTPServerRequest, _ responder: HTTPResponder) {
+        handler(request, responder)
+    }
+
+    func connectionClosed(_ connection: HTTPServerConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+    }
+}

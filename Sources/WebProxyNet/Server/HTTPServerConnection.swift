@@ -1,0 +1,189 @@
+/// One accepted HTTPS connection of an `HTTPServer`: parses requests one at a time and
+/// hands each to the server's handler with a responder.
+final class HTTPServerConnection: TLSConnectionDelegate {
+    private weak var server: HTTPServer?
+    private let tls: TLSConnection
+    private let number: Int
+    private var parser: HTTPRequestParser
+    private var requestCount = 0
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var responder: HTTPResponder?
+    private var bytesWhileBusy = 0
+    private var idleTimer: TimerID?
+    private var processing = false
+    private var handedOver = false
+    private var outgoing: [UInt8] = []
+    private var outgoingOffset = 0
+    private var keepAliveAfterResponse = false
+
+    /// Response bytes handed to TLS per write while it accepts them.
+    private static let writeChunk = 64 * 1024
+
+    init(server: HTTPServer, tls: TLSConnection, number: Int) {
+        self.server = server
+        self.tls = tls
+        self.number = number
+        parser = HTTPRequestParser(limits: server.configuration.parserLimits)
+        tls.delegate = self
+        startIdleTimer()
+    }
+
+    var isOpen: Bool { tls.isOpen && !handedOver }
+
+    /// A request is waiting for its answer or the answer is still being written.
+    private var isBusy: Bool { responder != nil || !outgoing.isEmpty }
+
+    func abort() { tls.abort() }
+
+    func drop() { tls.drop() }
+
+    // MARK: requests
+
+    private func processRequests() {
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        do throws(HTTPError) {
+            while !isBusy, !handedOver, tls.isOpen, let event = try parser.next() {
+                switch event {
+                case .head(let received):
+                    cancelIdleTimer()
+                    head = received
+                    body = []
+                case .body(let slice):
+                    body.append(contentsOf: slice)
+                case .end(let keepAlive):
+                    deliver(keepAlive: keepAlive)
+                }
+            }
+        } catch {
+            refuse(error)
+        }
+    }
+
+    private func deliver(keepAlive: Bool) {
+        guard let head, let server else { return }
+        self.head = nil
+        requestCount += 1
+        bytesWhileBusy = 0
+        let upgradeKey = (try? WebSocketHandshake.validateUpgradeRequest(head))?.key
+        let responder = HTTPResponder(connection: self, requestKeepAlive: keepAlive, webSocketKey: upgradeKey)
+        self.responder = responder
+        let request = HTTPServerRequest(
+            head: head, body: body, connectionNumber: number, requestNumberOnConnection: requestCount,
+            remoteAddress: tls.remoteAddress, serverName: tls.engine.requestedServerName)
+        body = []
+        server.handle(request, responder)
+    }
+
+    /// Answers a request the parser refused, then closes.
+    private func refuse(_ error: HTTPError) {
+        let (status, reason) =
+            switch error {
+            case .bodyTooLarge: (413, "Content Too Large")
+            case .headTooLarge, .tooManyHeaders: (431, "Request Header Fields Too Large")
+            default: (400, "Bad Request")
+            }
+        let head = HTTPResponseHead(status: status, reason: reason, headers: [("Connection", "close")])
+        if let bytes = try? head.encoded(body: []) { try? tls.write(bytes) }
+        tls.close()
+    }
+
+    /// Writes a response in pieces as TLS accepts them (a body may exceed the write queue
+    /// limit), then reads the next request or closes.
+    func sendResponse(_ bytes: [UInt8], keepAlive: Bool) {
+        responder = nil
+        outgoing = bytes
+        outgoingOffset = 0
+        keepAliveAfterResponse = keepAlive
+        continueResponse()
+    }
+
+    private func continueResponse() {
+        while outgoingOffset < outgoing.count && tls.isWritable {
+            let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
+            let outcome = outgoing.withUnsafeBytes { raw in
+                Result { () throws(TransportError) in
+                    try tls.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                }
+            }
+            guard case .success = outcome else {
+                tls.abort()
+                return
+            }
+            outgoingOffset = end
+        }
+        guard outgoingOffset == outgoing.count else { return }
+        outgoing = []
+        outgoingOffset = 0
+        guard keepAliveAfterResponse else {
+            tls.close()
+            return
+        }
+        tls.resumeReading()
+        startIdleTimer()
+        processRequests()
+    }
+
+    func upgrade(sending bytes: [UInt8], maxMessageBytes: Int, closeTimeout: Duration) -> WebSocketEndpoint? {
+        responder = nil
+        cancelIdleTimer()
+        guard (try? tls.write(bytes)) != nil else {
+            tls.abort()
+            return nil
+        }
+        handedOver = true
+        server?.connectionClosed(self)
+        return WebSocketEndpoint(
+            tls: tls, machine: WebSocketConnection(serverWithMaxMessageBytes: maxMessageBytes),
+            leftover: parser.takeUnparsedBytes(), closeTimeout: closeTimeout)
+    }
+
+    private func startIdleTimer() {
+        cancelIdleTimer()
+        guard let timeout = server?.configuration.idleTimeout else { return }
+        idleTimer = tls.loop.scheduleTimer(after: timeout) { [self] in
+            idleTimer = nil
+            if !isBusy { tls.close() }
+        }
+    }
+
+    private func cancelIdleTimer() {
+        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        idleTimer = nil
+    }
+
+    // MARK: TLSConnectionDelegate
+
+    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+        parser.receive(Array(plaintext))
+        if isBusy {
+            bytesWhileBusy += plaintext.count
+            if bytesWhileBusy > (server?.configuration.maxBytesWhileBusy ?? 0) { tls.pauseReading() }
+            return
+        }
+        processRequests()
+    }
+
+    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+        if !outgoing.isEmpty { continueResponse() }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+        // The client is gone: a parked request hears of it through the close.
+        if !isBusy {
+            parser.receiveEndOfStream()
+            processRequests()
+        }
+        tls.close()
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+        cancelIdleTimer()
+        let responder = self.responder
+        self.responder = nil
+        responder?.connectionDidClose()
+        server?.connectionClosed(self)
+    }
+}

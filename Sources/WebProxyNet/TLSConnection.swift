@@ -1,0 +1,502 @@
+/// Receives a `TLSConnection`'s events on its loop thread.
+public protocol TLSConnectionDelegate: AnyObject {
+    /// Plaintext arrived. The buffer is the connection's and valid only during this call.
+    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer)
+    /// The peer finished sending: `clean` after its close_notify, false when TCP ended
+    /// without one (a truncation). The connection can still write; close it when done.
+    /// Default: close.
+    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool)
+    /// Everything queued was handed to TCP after a write took the queue past the high
+    /// watermark. Default: nothing.
+    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection)
+    /// The last call: nil after `close()`, `abort()` or `drop()`, the failure otherwise.
+    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?)
+}
+
+extension TLSConnectionDelegate {
+    public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+        connection.close()
+    }
+    public func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {}
+}
+
+/// A `TCPConnection` and a `TLSEngine` on one loop: a plaintext byte stream with the same
+/// shape as `TCPConnection` (reads, backpressure, writability, EOF, close).
+///
+/// Ciphertext goes from the loop's read buffer straight into the engine; plaintext is
+/// decrypted into one buffer per connection and handed to the delegate. Writes are
+/// encrypted from the caller's bytes while TCP is below its high watermark and copied into
+/// a bounded queue only when it is not. Reading from the socket stops while the delegate
+/// has paused or is not set, so ciphertext never piles up beyond one read.
+public final class TLSConnection {
+    private enum Phase {
+        case handshaking
+        case open
+        case closed
+    }
+
+    /// The loop that owns the socket.
+    public let loop: EventLoop
+    /// The TLS state machine (negotiated ALPN, protocol version, peer certificate…).
+    public let engine: TLSEngine
+    /// Receives plaintext and the close. Setting it starts delivery.
+    public var delegate: (any TLSConnectionDelegate)? {
+        didSet { scheduleDelivery() }
+    }
+    /// Bounds of the plaintext write queue (which counts what TCP still holds).
+    public var writeLimits = TCPConnection.WriteLimits.default
+    /// How long `close()` waits for queued bytes and the peer before resetting.
+    public var closeTimeout: Duration = .seconds(5)
+
+    private let tcp: TCPConnection
+    private var phase = Phase.handshaking
+    private var handshakeCompletion: ((Result<TLSConnection, TransportError>) -> Void)?
+    private var handshakeTimer: TimerID?
+    private var closeTimer: TimerID?
+    private var failure: TransportError?
+    private var readPaused = false
+    private var endOfStreamDelivered = false
+    private var deliveryScheduled = false
+    private var closeRequested = false
+    private var owesWritableNotice = false
+    private var pending = PlaintextQueue()
+    private var plaintextBuffer: UnsafeMutableRawBufferPointer?
+    private var ciphertextBuffer: UnsafeMutableRawBufferPointer?
+
+    /// Plaintext bytes decrypted per delegate call, at most.
+    static let plaintextChunk = 32 * 1024
+    /// Ciphertext moved from the engine to TCP per write call, at most.
+    static let ciphertextChunk = 64 * 1024
+    /// Plaintext encrypted per engine call, at most.
+    static let encryptChunk = 64 * 1024
+
+    private init(tcp: TCPConnection, engine: TLSEngine) {
+        self.loop = tcp.loop
+        self.tcp = tcp
+        self.engine = engine
+    }
+
+    deinit {
+        plaintextBuffer?.deallocate()
+        ciphertextBuffer?.deallocate()
+    }
+
+    /// Starts a client handshake on `tcp`, verifying and sending `serverName` as SNI.
+    /// `completion` runs once on the loop, never before this returns: with this connection
+    /// once the handshake is done, or the failure (`.tls` with a timeout after
+    /// `handshakeTimeout`). `abort()` abandons it (the completion then reports the close).
+    public static func startClient(
+        over tcp: TCPConnection, context: TLSContext, serverName: String,
+        handshakeTimeout: Duration = .seconds(10),
+        completion: @escaping (Result<TLSConnection, TransportError>) -> Void
+    ) throws(TLSError) -> TLSConnection {
+        let engine = try TLSEngine(clientContext: context, serverName: serverName)
+        let connection = TLSConnection(tcp: tcp, engine: engine)
+        connection.start(timeout: handshakeTimeout, completion: completion)
+        return connection
+    }
+
+    /// Starts a server handshake on an accepted `tcp` (see `startClient`).
+    public static func startServer(
+        over tcp: TCPConnection, context: TLSContext, handshakeTimeout: Duration = .seconds(10),
+        completion: @escaping (Result<TLSConnection, TransportError>) -> Void
+    ) throws(TLSError) -> TLSConnection {
+        let engine = try TLSEngine(serverContext: context)
+        let connection = TLSConnection(tcp: tcp, engine: engine)
+        connection.start(timeout: handshakeTimeout, completion: completion)
+        return connection
+    }
+
+    // MARK: public operations
+
+    /// The peer's address.
+    public var remoteAddress: SocketAddress { tcp.remoteAddress }
+
+    /// False once closing or closed.
+    public var isOpen: Bool { phase == .open && !closeRequested && tcp.isOpen }
+
+    /// Plaintext queued here plus ciphertext TCP has not sent yet.
+    public var queuedWriteBytes: Int {
+        pending.count + engine.pendingCiphertextCount + tcp.queuedWriteBytes
+    }
+
+    /// True while `queuedWriteBytes` is below the high watermark.
+    public var isWritable: Bool { queuedWriteBytes < writeLimits.highWatermark }
+
+    /// Encrypts and sends `plaintext`; what TCP cannot take now is copied and queued.
+    /// Throws `.io(.closed)` once closing, `.io(.writeBufferFull)` (taking nothing) past
+    /// `writeLimits.limit`.
+    public func write(_ plaintext: UnsafeRawBufferPointer) throws(TransportError) {
+        loop.assertInEventLoop()
+        guard phase == .open, !closeRequested, tcp.isOpen else {
+            throw .io(NetError(.closed, call: "write", message: "connection is closed for writing"))
+        }
+        guard plaintext.count <= writeLimits.limit - queuedWriteBytes else {
+            throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
+        }
+        var offset = 0
+        if pending.isEmpty {
+            do {
+                while offset < plaintext.count && tcp.isOpen && tcp.isWritable {
+                    let end = min(plaintext.count, offset + Self.encryptChunk)
+                    let consumed = try engine.write(UnsafeRawBufferPointer(rebasing: plaintext[offset..<end]))
+                    offset += consumed
+                    flushCiphertext()
+                    if consumed == 0 { break }
+                }
+            } catch {
+                fail(.tls(error))
+                throw .tls(error)
+            }
+        }
+        pending.append(UnsafeRawBufferPointer(rebasing: plaintext[offset...]))
+        if queuedWriteBytes >= writeLimits.highWatermark { owesWritableNotice = true }
+    }
+
+    /// Encrypts and sends `plaintext` (see `write(_:)` for the raw-buffer form).
+    public func write(_ plaintext: [UInt8]) throws(TransportError) {
+        let outcome = plaintext.withUnsafeBytes { raw in
+            Result { () throws(TransportError) in try write(raw) }
+        }
+        try outcome.get()
+    }
+
+    /// Stops delivering plaintext (and reading the socket) until `resumeReading()`.
+    public func pauseReading() {
+        loop.assertInEventLoop()
+        readPaused = true
+        updateSocketReading()
+    }
+
+    /// Delivers plaintext again after `pauseReading()`.
+    public func resumeReading() {
+        loop.assertInEventLoop()
+        readPaused = false
+        scheduleDelivery()
+    }
+
+    /// Closes gracefully: sends what is queued, then close_notify, then FIN. Resets the
+    /// connection if that has not finished after `closeTimeout`.
+    public func close() {
+        loop.assertInEventLoop()
+        guard phase != .closed, !closeRequested else { return }
+        closeRequested = true
+        guard phase == .open else {
+            tcp.abort()
+            return
+        }
+        closeTimer = loop.scheduleTimer(after: closeTimeout) { [self] in
+            closeTimer = nil
+            tcp.abort()
+        }
+        if pending.isEmpty { finishClose() }
+    }
+
+    /// Ends TCP at once with FIN after what TCP already holds, without close_notify: the
+    /// peer sees a truncated stream (what the reference relay does to drop a WebSocket).
+    public func drop() {
+        loop.assertInEventLoop()
+        guard phase != .closed else { return }
+        closeRequested = true
+        pending.removeAll()
+        tcp.close()
+    }
+
+    /// Resets the connection (RST); queued bytes are dropped.
+    public func abort() {
+        loop.assertInEventLoop()
+        guard phase != .closed else { return }
+        closeRequested = true
+        pending.removeAll()
+        tcp.abort()
+    }
+
+    // MARK: handshake
+
+    private func start(
+        timeout: Duration, completion: @escaping (Result<TLSConnection, TransportError>) -> Void
+    ) {
+        loop.assertInEventLoop()
+        handshakeCompletion = completion
+        tcp.delegate = TCPSide(owner: self)
+        let peer = engine.serverName ?? "the client"
+        handshakeTimer = loop.scheduleTimer(after: timeout) { [self] in
+            handshakeTimer = nil
+            fail(.tls(TLSError(.handshakeFailed, "TLS handshake with \(peer) timed out after \(timeout)")))
+        }
+        loop.scheduleTimer(after: .zero) { [self] in advanceHandshake() }
+    }
+
+    private func advanceHandshake() {
+        guard phase == .handshaking, failure == nil else { return }
+        do {
+            // With memory BIOs a write want only means "take the ciphertext and go on".
+            for _ in 0..<8 {
+                let progress = try engine.handshake()
+                flushCiphertext()
+                switch progress {
+                case .complete:
+                    finishHandshake()
+                    return
+                case .wantRead:
+                    return
+                case .wantWrite:
+                    continue
+                }
+            }
+        } catch {
+            fail(.tls(error))
+        }
+    }
+
+    private func finishHandshake() {
+        if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
+        handshakeTimer = nil
+        phase = .open
+        updateSocketReading()
+        let completion = handshakeCompletion
+        handshakeCompletion = nil
+        completion?(.success(self))
+        scheduleDelivery()
+    }
+
+    // MARK: reading
+
+    fileprivate func tcpDidRead(_ ciphertext: UnsafeRawBufferPointer) {
+        engine.feed(ciphertext)
+        switch phase {
+        case .handshaking:
+            advanceHandshake()
+        case .open:
+            deliverPlaintext()
+        case .closed:
+            return
+        }
+    }
+
+    fileprivate func tcpDidReadEOF() {
+        engine.feedEOF()
+        switch phase {
+        case .handshaking:
+            advanceHandshake()
+        case .open:
+            deliverPlaintext()
+        case .closed:
+            return
+        }
+    }
+
+    private func scheduleDelivery() {
+        guard phase == .open, !deliveryScheduled else {
+            updateSocketReading()
+            return
+        }
+        deliveryScheduled = true
+        loop.scheduleTimer(after: .zero) { [self] in
+            deliveryScheduled = false
+            deliverPlaintext()
+        }
+    }
+
+    /// Decrypts and delivers until the engine wants more ciphertext, the delegate pauses or
+    /// the stream ends; then sets socket reading to match.
+    private func deliverPlaintext() {
+        defer { updateSocketReading() }
+        while phase == .open, !readPaused, !endOfStreamDelivered, let delegate, failure == nil {
+            let buffer = plaintextBuffer ?? allocatePlaintextBuffer()
+            let result: TLSEngine.ReadResult
+            do {
+                result = try engine.readPlaintext(into: buffer)
+            } catch {
+                fail(.tls(error))
+                return
+            }
+            flushCiphertext()  // a key update or a ticket acknowledgement may need sending
+            switch result {
+            case .bytes(let count):
+                guard count > 0 else { return }
+                delegate.tlsConnection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            case .wantRead:
+                return
+            case .eof(let clean):
+                endOfStreamDelivered = true
+                delegate.tlsConnection(self, didReachEndOfStream: clean)
+                return
+            }
+        }
+    }
+
+    private func allocatePlaintextBuffer() -> UnsafeMutableRawBufferPointer {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.plaintextChunk, alignment: 16)
+        plaintextBuffer = buffer
+        return buffer
+    }
+
+    /// Reads the socket during the handshake, and afterwards only while plaintext can go
+    /// somewhere: ciphertext then never waits in the engine for more than one read.
+    private func updateSocketReading() {
+        guard tcp.isOpen else { return }
+        let wanted: Bool
+        switch phase {
+        case .handshaking: wanted = true
+        case .open: wanted = !readPaused && delegate != nil && !endOfStreamDelivered
+        case .closed: wanted = false
+        }
+        if wanted && tcp.isReadingPaused {
+            tcp.resumeReading()
+        } else if !wanted && !tcp.isReadingPaused {
+            tcp.pauseReading()
+        }
+    }
+
+    // MARK: writing
+
+    /// Moves every byte of pending ciphertext to TCP (a few hundred KiB at most: the engine
+    /// stops encrypting at `maximumPendingCiphertext`).
+    private func flushCiphertext() {
+        while engine.pendingCiphertextCount > 0, tcp.isOpen {
+            let buffer = ciphertextBuffer ?? allocateCiphertextBuffer()
+            let count = engine.takeCiphertext(into: buffer)
+            guard count > 0 else { return }
+            do {
+                try tcp.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            } catch {
+                fail(.io(error))
+                return
+            }
+        }
+    }
+
+    private func allocateCiphertextBuffer() -> UnsafeMutableRawBufferPointer {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.ciphertextChunk, alignment: 16)
+        ciphertextBuffer = buffer
+        return buffer
+    }
+
+    fileprivate func tcpDidBecomeWritable() {
+        guard phase == .open else { return }
+        do {
+            while !pending.isEmpty && tcp.isOpen && tcp.isWritable {
+                let consumed = try pending.withFront(Self.encryptChunk) { raw throws(TLSError) in
+                    try engine.write(raw)
+                }
+                pending.consume(consumed)
+                flushCiphertext()
+                if consumed == 0 { break }
+            }
+        } catch {
+            fail(.tls(error))
+            return
+        }
+        guard pending.isEmpty, tcp.isOpen else { return }
+        if closeRequested {
+            finishClose()
+        } else if owesWritableNotice && tcp.isWritable {
+            owesWritableNotice = false
+            delegate?.tlsConnectionDidBecomeWritable(self)
+        }
+    }
+
+    private func finishClose() {
+        _ = try? engine.shutdown()
+        flushCiphertext()
+        tcp.close()
+    }
+
+    // MARK: failure and close
+
+    /// Records the first failure and closes: TCP sends any alert OpenSSL queued if it can go
+    /// at once, and is reset otherwise.
+    private func fail(_ error: TransportError) {
+        guard failure == nil, phase != .closed else { return }
+        failure = error
+        pending.removeAll()
+        if case .tls = error { flushCiphertext() }
+        if tcp.queuedWriteBytes == 0 { tcp.close() } else { tcp.abort() }
+    }
+
+    fileprivate func tcpDidClose(_ error: NetError?) {
+        guard phase != .closed else { return }
+        phase = .closed
+        if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
+        if let closeTimer { loop.cancelTimer(closeTimer) }
+        handshakeTimer = nil
+        closeTimer = nil
+        pending.removeAll()
+        let reported = failure ?? error.map { TransportError.io($0) }
+        if let completion = handshakeCompletion {
+            handshakeCompletion = nil
+            let peer = engine.serverName ?? "the client"
+            completion(
+                .failure(
+                    reported
+                        ?? .tls(TLSError(.closedDuringHandshake, "the connection to \(peer) closed during the TLS handshake"))
+                ))
+            return
+        }
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.tlsConnection(self, didCloseWith: reported)
+    }
+}
+
+/// TCP's delegate for a `TLSConnection`. It holds the connection strongly: an open socket
+/// keeps its TLS state alive, and the cycle ends when TCP releases its delegate on close.
+private final class TCPSide: TCPConnectionDelegate {
+    let owner: TLSConnection
+
+    init(owner: TLSConnection) { self.owner = owner }
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        owner.tcpDidRead(bytes)
+    }
+
+    func connectionDidReadEOF(_ connection: TCPConnection) {
+        owner.tcpDidReadEOF()
+    }
+
+    func connectionDidBecomeWritable(_ connection: TCPConnection) {
+        owner.tcpDidBecomeWritable()
+    }
+
+    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+        owner.tcpDidClose(error)
+    }
+}
+
+/// Plaintext the socket could not take yet, in one contiguous buffer consumed from the front.
+private struct PlaintextQueue {
+    private var storage: [UInt8] = []
+    private var readIndex = 0
+
+    var count: Int { storage.count - readIndex }
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        if readIndex > 0 && readIndex >= storage.count / 2 {
+            storage.removeSubrange(0..<readIndex)
+            readIndex = 0
+        }
+        storage.append(contentsOf: bytes)
+    }
+
+    /// Calls `body` with up to `maximum` bytes from the front; returns what it returns.
+    func withFront<E: Error>(_ maximum: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> Int) throws(E) -> Int {
+        let end = min(storage.count, readIndex + maximum)
+        let outcome = storage.withUnsafeBytes { raw in
+            Result { () throws(E) in try body(UnsafeRawBufferPointer(rebasing: raw[readIndex..<end])) }
+        }
+        return try outcome.get()
+    }
+
+    mutating func consume(_ count: Int) {
+        readIndex += count
+        if readIndex == storage.count { removeAll() }
+    }
+
+    mutating func removeAll() {
+        storage = []
+        readIndex = 0
+    }
+}

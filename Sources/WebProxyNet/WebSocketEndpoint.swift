@@ -1,0 +1,187 @@
+/// Receives a `WebSocketEndpoint`'s events on its loop thread.
+public protocol WebSocketEndpointDelegate: AnyObject {
+    /// A complete binary message arrived.
+    func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8])
+    /// The peer answered a Ping. Default: nothing.
+    func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8])
+    /// The send queue drained after `isWritable` turned false. Default: nothing.
+    func webSocketDidDrain(_ endpoint: WebSocketEndpoint)
+    /// The last call, made exactly once: how the WebSocket ended. A transport that ended or
+    /// failed without a close handshake (also after a local `dropConnection()` or `abort()`)
+    /// is `.endOfStream`; `transportError` then says why, when there was an error.
+    func webSocket(_ endpoint: WebSocketEndpoint, didCloseWith outcome: WebSocketCloseOutcome)
+}
+
+extension WebSocketEndpointDelegate {
+    public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {}
+    public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {}
+}
+
+/// An open WebSocket (client or server side) over a `TLSConnection`: one binary message per
+/// `send`, received messages up to the machine's cap, automatic Pongs, the close handshake
+/// with a deadline, and an abrupt end reported as `.endOfStream`.
+///
+/// Nothing is read until a delegate is set, so no message is lost between the upgrade and
+/// the owner taking over.
+public final class WebSocketEndpoint: TLSConnectionDelegate {
+    /// Which end this is.
+    public var role: WebSocketRole { machine.role }
+    /// Receives messages and the close. Reading starts once it is set.
+    public var delegate: (any WebSocketEndpointDelegate)? {
+        didSet { startIfReady() }
+    }
+    /// How long `close(code:)` waits for the peer's Close before resetting TCP.
+    public var closeTimeout: Duration
+    /// The transport failure that ended the WebSocket, if any.
+    public private(set) var transportError: TransportError?
+
+    private let tls: TLSConnection
+    private var machine: WebSocketConnection
+    private var leftover: [UInt8]
+    private var started = false
+    private var finished = false
+    private var closeTimer: TimerID?
+
+    init(tls: TLSConnection, machine: WebSocketConnection, leftover: [UInt8], closeTimeout: Duration) {
+        self.tls = tls
+        self.machine = machine
+        self.leftover = leftover
+        self.closeTimeout = closeTimeout
+        tls.pauseReading()
+        tls.delegate = self
+    }
+
+    /// The loop the endpoint lives on.
+    public var loop: EventLoop { tls.loop }
+    /// Open, closing (our Close sent) or closed.
+    public var state: WebSocketConnectionState { machine.state }
+    /// Bytes accepted by `send` and not yet taken by the kernel (TLS framing included).
+    public var bufferedByteCount: Int { tls.queuedWriteBytes }
+    /// False while `bufferedByteCount` is at or above the high watermark; wait for
+    /// `webSocketDidDrain` before sending more.
+    public var isWritable: Bool { tls.isWritable }
+    /// The peer's address.
+    public var remoteAddress: SocketAddress { tls.remoteAddress }
+
+    /// Sends one binary message. Throws `.io(.closed)` once closing, `.io(.writeBufferFull)`
+    /// (sending nothing) when the send queue limit would be passed.
+    public func send(_ message: [UInt8]) throws(TransportError) {
+        try send(message[...])
+    }
+
+    /// Sends one binary message (see `send(_:)`).
+    public func send(_ message: ArraySlice<UInt8>) throws(TransportError) {
+        tls.loop.assertInEventLoop()
+        guard !finished, let frame = machine.sendBinary(message) else {
+            throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
+        }
+        try tls.write(frame)
+    }
+
+    /// Sends a Ping (at most 125 bytes of payload); false once closing or closed.
+    @discardableResult
+    public func sendPing(_ payload: [UInt8] = []) -> Bool {
+        tls.loop.assertInEventLoop()
+        guard payload.count <= 125, !finished, let frame = machine.sendPing(payload) else { return false }
+        return (try? tls.write(frame)) != nil
+    }
+
+    /// Starts the close handshake: sends Close, then waits up to `closeTimeout` for the
+    /// peer's Close (reported `.clean`) before resetting TCP (reported `.timedOut`).
+    public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") {
+        tls.loop.assertInEventLoop()
+        guard !finished, reason.utf8.count <= 123, let frame = machine.close(code: code, reason: reason) else {
+            return
+        }
+        try? tls.write(frame)
+        closeTimer = tls.loop.scheduleTimer(after: closeTimeout) { [self] in
+            closeTimer = nil
+            perform(machine.closeDeadlinePassed())
+        }
+    }
+
+    /// Ends TCP now (FIN) without a Close frame or close_notify: the peer sees an abrupt end.
+    public func dropConnection() {
+        tls.loop.assertInEventLoop()
+        guard !finished else { return }
+        tls.drop()
+        finish(.endOfStream)
+    }
+
+    /// Resets TCP (RST) without a Close frame.
+    public func abort() {
+        tls.loop.assertInEventLoop()
+        guard !finished else { return }
+        tls.abort()
+        finish(.endOfStream)
+    }
+
+    // MARK: machine
+
+    private func startIfReady() {
+        guard !started, delegate != nil else { return }
+        started = true
+        tls.loop.scheduleTimer(after: .zero) { [self] in
+            guard !finished else { return }
+            if !leftover.isEmpty {
+                let bytes = leftover
+                leftover = []
+                perform(machine.receive(bytes))
+            }
+            if !finished { tls.resumeReading() }
+        }
+    }
+
+    private func perform(_ actions: [WebSocketAction]) {
+        for action in actions {
+            guard !finished else { return }
+            switch action {
+            case .write(let bytes):
+                try? tls.write(bytes)
+            case .message(let message):
+                delegate?.webSocket(self, didReceive: message)
+            case .pong(let payload):
+                delegate?.webSocket(self, didReceivePong: payload)
+            case .closed(let outcome):
+                switch outcome {
+                case .timedOut: tls.abort()
+                default: tls.close()
+                }
+                finish(outcome)
+            }
+        }
+    }
+
+    private func finish(_ outcome: WebSocketCloseOutcome) {
+        guard !finished else { return }
+        finished = true
+        if let closeTimer { tls.loop.cancelTimer(closeTimer) }
+        closeTimer = nil
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.webSocket(self, didCloseWith: outcome)
+    }
+
+    // MARK: TLSConnectionDelegate
+
+    public func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+        perform(machine.receive(Array(plaintext)))
+    }
+
+    public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+        perform(machine.receiveEndOfStream())
+        tls.close()
+    }
+
+    public func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+        guard !finished else { return }
+        delegate?.webSocketDidDrain(self)
+    }
+
+    public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+        transportError = error
+        guard !finished else { return }
+        perform(machine.receiveEndOfStream())
+        finish(.endOfStream)
+    }
+}
