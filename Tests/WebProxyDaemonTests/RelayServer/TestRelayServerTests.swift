@@ -83,3 +83,80 @@ import WebProxyTestRelay
         await harness.shutdown()
     }
 }
+
+/// The `websocket` carrier through the shell: upgrade, echo, then the session ends with the socket.
+@Suite struct TestRelayServerWebSocketTests {
+    /// The echo's frames and how the relay ended the socket, gathered on the loop.
+    struct Outcome: Sendable {
+        var echoed: [UInt8]
+        var credit: UInt64
+        var decodeFailed: Bool
+        var sessionsAfterEcho: Int
+        var close: WebSocketCloseOutcome?
+    }
+
+    @Test func websocketSessionEchoesThroughTheBackend() async throws {
+        let harness = try await RelayServerHarness(mode: .websocket)
+        do {
+            let session = try await TestRelayServerTests.establish(harness, mode: .websocket)
+            let upgrade = WebSocketUpgrade(
+                channel: CarrierChannel(api: harness.api, session: session.token, lane: nil))
+            let subprotocol = try #require(upgrade.request.header("Sec-WebSocket-Protocol"))
+            let configuration = WebSocketClient.Configuration(
+                target: upgrade.request.path, subprotocol: subprotocol,
+                extraHeaders: [("Origin", harness.api.origin)])
+            let endpoint = SecureEndpoint(
+                origin: DialTarget(host: RelayServerHarness.host, port: 443)!,
+                connectTo: DialTarget(host: "127.0.0.1", port: harness.port)!)
+            let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: harness.clientContext)
+            let stream = StreamID.first
+            let payload = Array("hello relay".utf8)
+            let message = [Frame.open(stream: stream), Frame.data(stream: stream, payload: payload[...])]
+                .encodedBatch()
+            let resolver = harness.resolver
+            let loop = harness.loop
+
+            let outcome: Outcome = try await onRelayLoop(loop) { [harness] done in
+                let probe = RelayWebSocketProbe()
+                var client: WebSocketClient?
+                client = WebSocketClient.connect(
+                    to: endpoint, dialer: dialer, resolver: resolver, loop: loop,
+                    configuration: configuration
+                ) { result in
+                    _ = client
+                    guard case .success(let socket) = result else {
+                        return done(.failure(RelayServerTimeout()))
+                    }
+                    var result = Outcome(
+                        echoed: [], credit: 0, decodeFailed: false, sessionsAfterEcho: -1, close: nil)
+                    probe.onProgress = {
+                        guard result.sessionsAfterEcho < 0, probe.data(on: stream).count >= payload.count,
+                            probe.credit(on: stream) >= UInt64(payload.count)
+                        else { return }
+                        result.echoed = probe.data(on: stream)
+                        result.credit = probe.credit(on: stream)
+                        result.decodeFailed = probe.decodeFailed
+                        result.sessionsAfterEcho = harness.relay?.sessionCount ?? -1
+                        socket.close(code: .normalClosure)
+                    }
+                    probe.onClose = { outcome in
+                        result.close = outcome
+                        done(.success(result))
+                    }
+                    socket.delegate = probe
+                    do { try socket.send(message) } catch { done(.failure(error)) }
+                }
+            }
+            #expect(outcome.echoed == payload)
+            #expect(outcome.credit == UInt64(payload.count))
+            #expect(!outcome.decodeFailed)
+            #expect(outcome.sessionsAfterEcho == 1)
+            #expect(outcome.close == .clean(code: .normalClosure, reason: ""))
+            #expect(try await harness.withRelay { $0.sessionCount } == 0)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+}
