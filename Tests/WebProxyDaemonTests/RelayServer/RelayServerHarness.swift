@@ -46,7 +46,8 @@ final class RelayServerHarness: @unchecked Sendable {
     private(set) var client: HTTPClient?
     private(set) var port: UInt16 = 0
 
-    init(mode: CarrierMode) async throws {
+    /// `deadBackend`: profile 0's backend is a closed port (dials are refused).
+    init(mode: CarrierMode, limits: RelayLimits = RelayLimits(), deadBackend: Bool = false) async throws {
         loop = try EventLoop(name: "relay-server-test")
         resolver = try Resolver()
         let authority = try TestCertificateAuthority()
@@ -56,15 +57,21 @@ final class RelayServerHarness: @unchecked Sendable {
             client: TLSConfiguration.Client(trust: .caPEM(authority.certificatePEM)))
         let host = try RelayHost(Self.host)
         let profile = RelayProfile(secret: try ProxySecret(parsing: Self.secret), carrierMode: mode)
-        let configuration = TestRelayConfiguration(host: host, profiles: [profile])
+        let configuration = TestRelayConfiguration(host: host, profiles: [profile], limits: limits)
         capability = Capability.derive(secret: profile.secret, host: host, basePath: nil)
         api = RelayAPI(host: Self.host, prefix: capability.apiPathPrefix)
         let _: Bool = try await onRelayLoop(loop) { [self] done in
             do {
                 let echo = try EchoBackend.start(on: loop)
+                var backend = echo.localAddress
+                if deadBackend {
+                    let closed = try EchoBackend.start(on: loop)
+                    backend = closed.localAddress
+                    closed.stop()
+                }
                 let relay = try TestRelayServer.start(
                     on: loop, listen: .loopbackIPv4(port: 0), configuration: configuration,
-                    backends: [echo.localAddress], tls: serverContext)
+                    backends: [backend], tls: serverContext)
                 self.echo = echo
                 self.relay = relay
                 port = relay.port

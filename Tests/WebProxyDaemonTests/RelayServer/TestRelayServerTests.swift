@@ -82,6 +82,43 @@ import WebProxyTestRelay
         }
         await harness.shutdown()
     }
+
+    @Test func parkedPollIsAnsweredByTheTickAndARefusedDialClosesTheStream() async throws {
+        var limits = RelayLimits()
+        limits.longPoll = .milliseconds(100)
+        let harness = try await RelayServerHarness(mode: .https, limits: limits, deadBackend: true)
+        do {
+            let session = try await Self.establish(harness, mode: .https)
+            // Nothing to send: the relay parks the poll and its timer answers 204.
+            let idle = try await harness.send(
+                harness.api.down(session: session.token, cursor: 0, lane: nil))
+            #expect(idle.status == 204)
+            #expect(idle.header("X-Down-Cursor") == "0")
+
+            // OPEN to a backend that refuses the dial: the relay answers CLOSE.
+            let stream = StreamID.first
+            let up = try await harness.send(
+                harness.api.up(
+                    session: session.token, sequence: 1, lane: nil,
+                    body: [Frame.open(stream: stream)].encodedBatch()))
+            #expect(up.status == 204)
+            var frames: [Frame] = []
+            var polls = 0
+            while !frames.contains(.close(stream: stream)), polls < 10 {
+                polls += 1
+                let down = try await harness.send(
+                    harness.api.down(session: session.token, cursor: 0, lane: nil))
+                if down.status == 200 {
+                    frames += try FrameBatch.decode(down.body[...], direction: .relayToClient)
+                }
+            }
+            #expect(frames == [.close(stream: stream)])
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
 }
 
 /// The `websocket` carrier through the shell: upgrade, echo, then the session ends with the socket.
