@@ -32,6 +32,9 @@ public final class EchoBackend {
         }
         let echo = EchoBackend(loop: loop, localAddress: listener.localAddress)
         echo.listener = listener
+        echo.handler.closed = { [weak echo] connection in
+            echo?.connections[ObjectIdentifier(connection)] = nil
+        }
         box.echo = echo
         return echo
     }
@@ -46,9 +49,6 @@ public final class EchoBackend {
 
     private func accepted(_ connection: TCPConnection) {
         connections[ObjectIdentifier(connection)] = connection
-        handler.closed = { [weak self] connection in
-            self?.connections[ObjectIdentifier(connection)] = nil
-        }
         connection.delegate = handler
     }
 
