@@ -38,6 +38,8 @@ final class RelayServerHarness: @unchecked Sendable {
     let loop: EventLoop
     let resolver: Resolver
     let clientContext: TLSContext
+    /// The test CA, for clients (such as the daemon) that take a CA file.
+    let caPEM: String
     let capability: Capability
     let api: RelayAPI
     /// Loop-confined parts, set up in `start`.
@@ -53,6 +55,7 @@ final class RelayServerHarness: @unchecked Sendable {
         let authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
         let serverContext = try TLSContext(server: leaf.serverConfiguration)
+        caPEM = authority.certificatePEM
         clientContext = try TLSContext(
             client: TLSConfiguration.Client(trust: .caPEM(authority.certificatePEM)))
         let host = try RelayHost(Self.host)
