@@ -23,7 +23,9 @@ public func basePathFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     invariant((1...128).contains(value.count), "value of \(value.count) bytes")
     for segment in value.split(separator: 0x2F, omittingEmptySubsequences: false) {
         invariant(segment.first.map(isLetterOrDigit) == true, "segment starts badly")
-        invariant(segment.allSatisfy { isLetterOrDigit($0) || $0 == 0x5F || $0 == 0x2D }, "bad segment byte")
+        invariant(
+            segment.allSatisfy { isLetterOrDigit($0) || $0 == 0x5F || $0 == 0x2D },
+            "bad segment byte")
     }
     invariant((try? BasePath(path.value)) == path, "value is not a fixed point")
     invariant((try? BasePath(path.pathPrefix + "/")) == path, "slashes change the path")

@@ -16,10 +16,15 @@ public func bridgePageFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard case .success(let page) = fromBytes else { return 0 }
     invariant(page.relayOrigin.hasPrefix("https://"), "origin is not https")
     invariant(page.relayOrigin.utf8.count <= 300, "origin longer than 300 bytes")
-    invariant((1...FrameLimits.defaultBatchBytes).contains(page.batchLimit), "batchLimit \(page.batchLimit)")
-    let expected = "BridgePage(relayOrigin: \(page.relayOrigin), carrierMode: \(page.carrierMode), "
+    invariant(
+        (1...FrameLimits.defaultBatchBytes).contains(page.batchLimit),
+        "batchLimit \(page.batchLimit)")
+    let expected =
+        "BridgePage(relayOrigin: \(page.relayOrigin), carrierMode: \(page.carrierMode), "
         + "batchLimit: \(page.batchLimit), bootstrap: redacted)"
     invariant(page.description == expected, "description is not the redacted form")
-    invariant(String(reflecting: page.bootstrap) == "RelayToken(redacted)", "token debug description leaks")
+    invariant(
+        String(reflecting: page.bootstrap) == "RelayToken(redacted)",
+        "token debug description leaks")
     return 0
 }

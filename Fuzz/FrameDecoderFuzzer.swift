@@ -29,7 +29,8 @@ public func frameDecoderFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         while true {
             do throws(FrameError) {
                 guard let frame = try decoder.nextFrame() else { break }
-                invariant(frame.payloadLength <= maxPayload, "payload over the limit: \(frame.type)")
+                invariant(
+                    frame.payloadLength <= maxPayload, "payload over the limit: \(frame.type)")
                 let before = consumed.count
                 frame.encode(into: &consumed)
                 invariant(consumed.count - before == frame.encodedLength, "encodedLength mismatch")
@@ -51,12 +52,16 @@ public func frameDecoderFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         invariant(decoder.bufferedByteCount == 0, "failed decoder kept bytes")
     } else {
         let left = body.count - consumed.count
-        invariant(decoder.bufferedByteCount == left, "buffered \(decoder.bufferedByteCount), expected \(left)")
+        invariant(
+            decoder.bufferedByteCount == left,
+            "buffered \(decoder.bufferedByteCount), expected \(left)")
         do throws(FrameError) {
             try decoder.finish()
             invariant(left == 0, "finish accepted \(left) leftover bytes")
         } catch {
-            invariant(error == .truncated(bufferedBytes: left), "finish threw \(error), expected truncation")
+            invariant(
+                error == .truncated(bufferedBytes: left),
+                "finish threw \(error), expected truncation")
         }
     }
 

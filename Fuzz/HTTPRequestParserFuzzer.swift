@@ -69,7 +69,8 @@ private struct RequestEventChecker {
         case .head(let head):
             invariant(!inBody, "head inside a body")
             invariant(head.headers.count <= limits.maxHeaderCount, "\(head.headers.count) headers")
-            invariant(!head.headers.contains("Transfer-Encoding"), "accepted a Transfer-Encoding request")
+            invariant(
+                !head.headers.contains("Transfer-Encoding"), "accepted a Transfer-Encoding request")
             checkRoundTrip(head)
             inBody = true
             bodyBytes = 0
@@ -80,7 +81,9 @@ private struct RequestEventChecker {
             invariant(bodyBytes <= limits.maxBodyBytes, "body of \(bodyBytes) bytes over the cap")
         case .end:
             invariant(inBody, "end without a head")
-            invariant(bodyBytes == declaredLength, "body of \(bodyBytes) bytes, declared \(declaredLength)")
+            invariant(
+                bodyBytes == declaredLength,
+                "body of \(bodyBytes) bytes, declared \(declaredLength)")
             inBody = false
         }
     }

@@ -37,7 +37,8 @@ public func httpResponseParserFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -
         let isHead = index < 5 && requestByte >> (3 + index) & 1 == 1
         let cap = smallCaps && index % 2 == 1 ? 7 : limits.maxBodyBytes
         requests.append((isHead, cap))
-        parser.expectResponse(toMethod: isHead ? "HEAD" : "GET", maxBodyBytes: smallCaps && index % 2 == 1 ? 7 : nil)
+        parser.expectResponse(
+            toMethod: isHead ? "HEAD" : "GET", maxBodyBytes: smallCaps && index % 2 == 1 ? 7 : nil)
     }
 
     var checker = ResponseEventChecker(requests: requests, limits: limits)
@@ -54,12 +55,15 @@ public func httpResponseParserFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -
     return finish(&parser, checker, fed: fed)
 }
 
-private func finish(_ parser: inout HTTPResponseParser, _ checker: ResponseEventChecker, fed: [UInt8]) -> CInt {
+private func finish(
+    _ parser: inout HTTPResponseParser, _ checker: ResponseEventChecker, fed: [UInt8]
+) -> CInt {
     if checker.switched {
         invariant((try? parser.next()) == .some(nil), "events after 101")
         let unparsed = parser.takeUnparsedBytes()
-        invariant(fed.count >= unparsed.count && fed.suffix(unparsed.count).elementsEqual(unparsed),
-                  "bytes after 101 are not the input's tail")
+        invariant(
+            fed.count >= unparsed.count && fed.suffix(unparsed.count).elementsEqual(unparsed),
+            "bytes after 101 are not the input's tail")
     }
     if let failure = checker.failure {
         do throws(HTTPError) {
@@ -74,7 +78,11 @@ private func finish(_ parser: inout HTTPResponseParser, _ checker: ResponseEvent
 
 /// Follows the event stream and checks it against the requests' rules.
 private struct ResponseEventChecker {
-    enum Phase { case awaitingHead, body(noBody: Bool), switched }
+    enum Phase {
+        case awaitingHead
+        case body(noBody: Bool)
+        case switched
+    }
 
     let requests: [(isHead: Bool, cap: Int)]
     let limits: HTTPParserLimits
@@ -108,7 +116,9 @@ private struct ResponseEventChecker {
     mutating func check(_ event: HTTPResponseEvent) {
         switch (phase, event) {
         case (.awaitingHead, .informational(let head)):
-            invariant((100..<200).contains(head.status) && head.status != 101, "informational \(head.status)")
+            invariant(
+                (100..<200).contains(head.status) && head.status != 101,
+                "informational \(head.status)")
             checkHead(head)
         case (.awaitingHead, .switchedProtocols(let head)):
             invariant(head.status == 101, "switched on \(head.status)")
@@ -129,10 +139,13 @@ private struct ResponseEventChecker {
             invariant(!noBody, "body for a HEAD/204/304 response")
             invariant(!slice.isEmpty, "empty body event")
             bodyBytes += slice.count
-            invariant(bodyBytes <= requests[answered - 1].cap, "body of \(bodyBytes) bytes over its cap")
+            invariant(
+                bodyBytes <= requests[answered - 1].cap, "body of \(bodyBytes) bytes over its cap")
         case (.body(let noBody), .end):
             if !noBody, let declaredLength {
-                invariant(bodyBytes == declaredLength, "body of \(bodyBytes) bytes, declared \(declaredLength)")
+                invariant(
+                    bodyBytes == declaredLength,
+                    "body of \(bodyBytes) bytes, declared \(declaredLength)")
             }
             phase = .awaitingHead
         default:
@@ -143,9 +156,11 @@ private struct ResponseEventChecker {
     /// Header count within the limit; the head serializes and parses back equal (less
     /// Transfer-Encoding, which the serializer refuses: it never writes chunked bodies).
     func checkHead(_ received: HTTPResponseHead) {
-        invariant(received.headers.count <= limits.maxHeaderCount, "\(received.headers.count) headers")
+        invariant(
+            received.headers.count <= limits.maxHeaderCount, "\(received.headers.count) headers")
         var head = received
-        head.headers = HTTPHeaders(received.headers.filter { $0.name.lowercased() != "transfer-encoding" })
+        head.headers = HTTPHeaders(
+            received.headers.filter { $0.name.lowercased() != "transfer-encoding" })
         var wire: [UInt8] = []
         do throws(HTTPError) {
             try head.encode(into: &wire, bodyLength: nil)

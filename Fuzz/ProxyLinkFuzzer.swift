@@ -37,7 +37,8 @@ public func proxyLinkFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 /// Error messages may quote structure, never the secret parameter's value.
 private func checkErrorHidesSecret(_ error: IdentityError, input: String) {
-    for piece in input.split(whereSeparator: { $0 == "&" || $0 == "?" }) where piece.hasPrefix("secret=") {
+    for piece in input.split(whereSeparator: { $0 == "&" || $0 == "?" })
+    where piece.hasPrefix("secret=") {
         let value = piece.dropFirst("secret=".count)
         guard looksLikeSecret(value) else { continue }
         invariant(!error.description.contains(value), "error message echoes the secret value")

@@ -12,14 +12,18 @@ public func proxySecretFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     let text = String(decoding: input.rest(), as: UTF8.self)
     let secret: ProxySecret
     do throws(IdentityError) {
-        secret = usesLinkForm ? try ProxySecret(basePathLinkValue: text) : try ProxySecret(parsing: text)
+        secret =
+            usesLinkForm ? try ProxySecret(basePathLinkValue: text) : try ProxySecret(parsing: text)
     } catch {
         let trimmed = text.filter { !$0.isWhitespace }
-        invariant(!looksLikeSecret(trimmed) || !error.description.contains(trimmed), "error echoes the secret")
+        invariant(
+            !looksLikeSecret(trimmed) || !error.description.contains(trimmed),
+            "error echoes the secret")
         return 0
     }
     let count = secret.bytes.count
-    invariant(count == 16 || (count == 17 && secret.bytes[0] == 0xDD), "accepted a \(count)-byte secret")
+    invariant(
+        count == 16 || (count == 17 && secret.bytes[0] == 0xDD), "accepted a \(count)-byte secret")
     invariant(secret.isPadded == (count == 17), "isPadded is wrong")
     let fromHex = try? ProxySecret(parsing: secret.hex)
     invariant(fromHex == secret, "hex does not round-trip")

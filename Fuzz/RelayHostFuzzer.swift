@@ -12,7 +12,9 @@ public func relayHostFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let name = Array(host.name.utf8)
     invariant((1...253).contains(name.count), "name of \(name.count) bytes")
     invariant(
-        name.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x2E },
+        name.allSatisfy {
+            (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x2E
+        },
         "name has bytes outside [a-z0-9.-]")
     let labels = name.split(separator: 0x2E, omittingEmptySubsequences: false)
     invariant(labels.count >= 2, "single-label name")

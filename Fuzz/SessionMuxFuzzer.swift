@@ -49,7 +49,10 @@ private struct MuxModel {
         case 1: enqueue(on: pick(input.byte()), count: Int(input.byte()) * 97)
         case 2: delivered(on: pick(input.byte()), fraction: input.byte())
         case 3: close(pick(input.byte()))
-        case 4: batch(lane: input.byte(), maxBytes: Int(input.byte()) * 16, maxFrames: Int(input.byte() % 9))
+        case 4:
+            batch(
+                lane: input.byte(), maxBytes: Int(input.byte()) * 16,
+                maxFrames: Int(input.byte() % 9))
         case 5: receive(structuredFrame(&input))
         case 6: receiveRaw(input.take(Int(input.byte())))
         default: batch(lane: input.byte(), maxBytes: FrameLimits.defaultBatchBytes, maxFrames: 0)
@@ -68,11 +71,15 @@ private struct MuxModel {
         do throws(MuxError) {
             let id = try mux.open()
             invariant(!wasFinished, "open succeeded after the session finished")
-            invariant(!allocated.contains(id) && id > (allocated.last ?? .session), "id reused or out of order")
+            invariant(
+                !allocated.contains(id) && id > (allocated.last ?? .session),
+                "id reused or out of order")
             allocated.append(id)
             unsent[id] = []
         } catch {
-            invariant(error.scope != .session || wasFinished || error == .streamIDsExhausted, "open: \(error)")
+            invariant(
+                error.scope != .session || wasFinished || error == .streamIDsExhausted,
+                "open: \(error)")
         }
     }
 
@@ -88,11 +95,15 @@ private struct MuxModel {
         let queuedBefore = mux.queuedBytes
         do throws(MuxError) {
             try mux.enqueue(bytes[...], on: id)
-            invariant(acceptable, "enqueue accepted \(count) bytes beyond credit \(credit) or on a dead stream")
+            invariant(
+                acceptable,
+                "enqueue accepted \(count) bytes beyond credit \(credit) or on a dead stream")
             unsent[id, default: []] += bytes
-            invariant(mux.queuedBytes == queuedBefore + count, "queuedBytes did not grow by \(count)")
+            invariant(
+                mux.queuedBytes == queuedBefore + count, "queuedBytes did not grow by \(count)")
         } catch {
-            invariant(!acceptable, "enqueue refused \(count) bytes within credit \(credit): \(error)")
+            invariant(
+                !acceptable, "enqueue refused \(count) bytes within credit \(credit): \(error)")
         }
     }
 
@@ -102,8 +113,12 @@ private struct MuxModel {
         let applies = !mux.isFinished && mux.isLive(id)
         do throws(MuxError) {
             try mux.delivered(count, on: id)
-            invariant(!applies || count <= outstanding, "delivered accepted \(count) > \(outstanding)")
-            if applies { invariant(mux.undeliveredBytes(on: id) == outstanding - count, "undelivered not reduced") }
+            invariant(
+                !applies || count <= outstanding, "delivered accepted \(count) > \(outstanding)")
+            if applies {
+                invariant(
+                    mux.undeliveredBytes(on: id) == outstanding - count, "undelivered not reduced")
+            }
         } catch {
             invariant(applies && count > outstanding, "delivered refused a valid count: \(error)")
         }
@@ -125,18 +140,22 @@ private struct MuxModel {
             batch = mux.nextBatch(maxBytes: maxBytes, maxFrames: frameLimit)
         }
         guard let batch else { return }
-        let byteLimit = min(max(maxBytes, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
+        let byteLimit = min(
+            max(maxBytes, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
         invariant(batch.count <= byteLimit, "batch of \(batch.count) bytes over \(byteLimit)")
         let frames: [Frame]
         do throws(FrameError) {
-            frames = try FrameBatch.decode(batch[...], direction: .clientToRelay, maxFrames: frameLimit)
+            frames = try FrameBatch.decode(
+                batch[...], direction: .clientToRelay, maxFrames: frameLimit)
         } catch {
             invariant(false, "the mux produced an invalid batch: \(error)")
             return
         }
         for frame in frames {
             if let lane {
-                invariant(frame.stream == lane, "lane \(lane) batch carries a frame of stream \(frame.stream)")
+                invariant(
+                    frame.stream == lane,
+                    "lane \(lane) batch carries a frame of stream \(frame.stream)")
             }
             check(frame)
         }
@@ -151,7 +170,9 @@ private struct MuxModel {
         case .data(let id, let payload):
             invariant(opened.contains(id), "DATA before OPEN on stream \(id)")
             let expected = unsent[id] ?? []
-            invariant(expected.starts(with: payload), "DATA on stream \(id) is not the next enqueued bytes")
+            invariant(
+                expected.starts(with: payload),
+                "DATA on stream \(id) is not the next enqueued bytes")
             unsent[id] = Array(expected.dropFirst(payload.count))
         case .close(let id):
             invariant(allocated.contains(id), "CLOSE for an id never allocated")
@@ -172,7 +193,8 @@ private struct MuxModel {
         case 0, 1:
             let length = Int(input.byte())
             if length < 0x80 { return .data(stream: id, payload: input.take(length)) }
-            return .data(stream: id, payload: ArraySlice(repeating: 0x5A, count: (length & 0x7F) << 14))
+            return .data(
+                stream: id, payload: ArraySlice(repeating: 0x5A, count: (length & 0x7F) << 14))
         case 2:
             let bytes = input.take(4)
             return .window(stream: id, delta: bytes.reduce(0) { $0 << 8 | UInt32($1) })
@@ -199,12 +221,17 @@ private struct MuxModel {
             invariant(!wasFinished, "a finished mux accepted a frame")
             switch (frame, action) {
             case (.data(let id, let payload), .deliver(let target, let delivered)?):
-                invariant(id == target && payload == delivered, "delivered something else than received")
-                invariant(mux.undeliveredBytes(on: id) == undeliveredBefore + payload.count, "undelivered count")
+                invariant(
+                    id == target && payload == delivered, "delivered something else than received")
+                invariant(
+                    mux.undeliveredBytes(on: id) == undeliveredBefore + payload.count,
+                    "undelivered count")
             case (.data(let id, _), nil), (.window(let id, _), nil), (.close(let id), nil):
-                invariant(!mux.isLive(id) || frame.type == .window, "frame for live stream \(id) ignored")
+                invariant(
+                    !mux.isLive(id) || frame.type == .window, "frame for live stream \(id) ignored")
             case (.window(let id, _), .sendCreditAvailable(let target)?):
-                invariant(id == target && mux.sendCredit(for: id) > 0, "credit announced without credit")
+                invariant(
+                    id == target && mux.sendCredit(for: id) > 0, "credit announced without credit")
             case (.close(let id), .closeLocal(let target)?):
                 invariant(id == target && !mux.isLive(id), "closeLocal for a stream still live")
             case (.ping(let token), nil):
@@ -219,8 +246,10 @@ private struct MuxModel {
             case .session:
                 invariant(mux.isFinished, "session-scoped error left the mux running: \(error)")
             case .stream(let id):
-                invariant(mux.configuration.isolatesStreamFaults, "stream-scoped error without isolation")
-                invariant(id == frame.stream && !mux.isLive(id), "stream fault did not end stream \(id)")
+                invariant(
+                    mux.configuration.isolatesStreamFaults, "stream-scoped error without isolation")
+                invariant(
+                    id == frame.stream && !mux.isLive(id), "stream fault did not end stream \(id)")
             case .refused:
                 invariant(false, "receive refused a frame: \(error)")
             }
@@ -232,12 +261,16 @@ private struct MuxModel {
         var total = 0
         for (id, bytes) in unsent {
             if mux.isLive(id) {
-                invariant(mux.queuedBytes(on: id) == bytes.count, "queued bytes of \(id) differ from the model")
+                invariant(
+                    mux.queuedBytes(on: id) == bytes.count,
+                    "queued bytes of \(id) differ from the model")
                 total += bytes.count
             } else {
                 unsent[id] = nil
             }
         }
-        invariant(mux.isFinished || mux.queuedBytes == total, "queuedBytes \(mux.queuedBytes) != \(total)")
+        invariant(
+            mux.isFinished || mux.queuedBytes == total, "queuedBytes \(mux.queuedBytes) != \(total)"
+        )
     }
 }

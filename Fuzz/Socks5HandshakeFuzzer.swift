@@ -3,8 +3,9 @@
 // Input: [options] [split seed] [proxy bytes...]
 //   options bit 0: offer username/password; bits 1-2: target is a name / IPv4 / IPv6
 // Invariants: every step is legal for the phase (the greeting is answered by at most one
-// request per proxy message); it decides within the longest possible replies; once established or failed every further input fails;
-// leftover bytes are the tail of the input; error messages never contain the credentials.
+// request per proxy message); it decides within the longest possible replies; once
+// established or failed every further input fails; leftover bytes are the tail of the
+// input; neither error messages nor a dump of the credentials show them.
 import WebProxyNet
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -21,7 +21,9 @@ public func webSocketConnectionFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     var connection: WebSocketConnection
     if options & 1 == 0 {
         let masks = WebSocketMaskSource(keysPerFill: 4) { buffer in
-            for index in buffer.indices { buffer[index] = UInt8(truncatingIfNeeded: index &* 37 &+ 11) }
+            for index in buffer.indices {
+                buffer[index] = UInt8(truncatingIfNeeded: index &* 37 &+ 11)
+            }
         }
         connection = WebSocketConnection(clientWithMasks: masks, maxMessageBytes: maxMessageBytes)
     } else {
@@ -39,11 +41,17 @@ public func webSocketConnectionFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     for chunk in bytes.chunked(seed: seed) {
         checker.check(connection.receive(chunk), state: connection.state)
         if connection.state != .open {
-            invariant(connection.sendBinary([1, 2, 3]) == nil, "sendBinary allowed while \(connection.state)")
+            invariant(
+                connection.sendBinary([1, 2, 3]) == nil,
+                "sendBinary allowed while \(connection.state)")
         }
     }
-    if options & 0x10 != 0 { checker.check(connection.closeDeadlinePassed(), state: connection.state) }
-    if options & 0x20 != 0 { checker.check(connection.receiveEndOfStream(), state: connection.state) }
+    if options & 0x10 != 0 {
+        checker.check(connection.closeDeadlinePassed(), state: connection.state)
+    }
+    if options & 0x20 != 0 {
+        checker.check(connection.receiveEndOfStream(), state: connection.state)
+    }
     return 0
 }
 
@@ -63,9 +71,12 @@ private struct ActionChecker {
             invariant(!closedSeen, "action after .closed")
             switch action {
             case .message(let message):
-                invariant(message.count <= maxMessageBytes, "message of \(message.count) bytes over the limit")
+                invariant(
+                    message.count <= maxMessageBytes,
+                    "message of \(message.count) bytes over the limit")
             case .pong(let payload):
-                invariant(payload.count <= WebSocketFrame.maxControlPayload, "pong payload too long")
+                invariant(
+                    payload.count <= WebSocketFrame.maxControlPayload, "pong payload too long")
             case .write(let bytes):
                 checkWrite(bytes)
             case .closed:
@@ -78,7 +89,8 @@ private struct ActionChecker {
 
     /// A write is one whole frame the peer accepts: a Pong or a Close, at most one Close ever.
     mutating func checkWrite(_ bytes: [UInt8]) {
-        var peer = WebSocketFrameParser(role: role == .client ? .server : .client, maxDataPayload: 0)
+        var peer = WebSocketFrameParser(
+            role: role == .client ? .server : .client, maxDataPayload: 0)
         peer.receive(bytes)
         guard let frame = try? peer.next() else {
             invariant(false, "written bytes are not one valid frame")
@@ -93,7 +105,8 @@ private struct ActionChecker {
             invariant(closeFramesWritten == 1, "a second Close frame was written")
             if !frame.payload.isEmpty {
                 invariant(frame.payload.count >= 2, "one-byte close payload")
-                let code = WebSocketCloseCode(rawValue: UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]))
+                let code = WebSocketCloseCode(
+                    rawValue: UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]))
                 invariant(code.isAllowedOnWire, "close code \(code) not allowed on the wire")
             }
         default:

@@ -25,7 +25,8 @@ public func webSocketFrameParserFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int)
         while true {
             do throws(WebSocketError) {
                 guard let frame = try parser.next() else { break }
-                offset = check(frame, at: offset, in: bytes, role: role, maxDataPayload: maxDataPayload)
+                offset = check(
+                    frame, at: offset, in: bytes, role: role, maxDataPayload: maxDataPayload)
             } catch {
                 failure = error
                 break feeding
@@ -40,7 +41,8 @@ public func webSocketFrameParserFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int)
             invariant(error == failure, "second error \(error) differs from \(failure)")
         }
     } else {
-        invariant(parser.hasPartialFrame == (offset < bytes.endIndex), "partial-frame flag is wrong")
+        invariant(
+            parser.hasPartialFrame == (offset < bytes.endIndex), "partial-frame flag is wrong")
     }
     return 0
 }
@@ -51,9 +53,13 @@ private func check(
     maxDataPayload: Int
 ) -> Int {
     if frame.opcode.isControl {
-        invariant(frame.fin && frame.payload.count <= WebSocketFrame.maxControlPayload, "bad control frame")
+        invariant(
+            frame.fin && frame.payload.count <= WebSocketFrame.maxControlPayload,
+            "bad control frame")
     } else {
-        invariant(frame.payload.count <= maxDataPayload, "data payload of \(frame.payload.count) over the limit")
+        invariant(
+            frame.payload.count <= maxDataPayload,
+            "data payload of \(frame.payload.count) over the limit")
     }
     var key: UInt32?
     if role == .server {
@@ -62,7 +68,9 @@ private func check(
         key = bytes[keyOffset..<keyOffset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
     var encoded: [UInt8] = []
-    WebSocketFrameEncoder.encode(frame.opcode, payload: frame.payload[...], fin: frame.fin, maskingKey: key, into: &encoded)
-    invariant(bytes[offset...].starts(with: encoded), "frame does not re-encode to the consumed bytes")
+    WebSocketFrameEncoder.encode(
+        frame.opcode, payload: frame.payload[...], fin: frame.fin, maskingKey: key, into: &encoded)
+    invariant(
+        bytes[offset...].starts(with: encoded), "frame does not re-encode to the consumed bytes")
     return offset + encoded.count
 }

@@ -62,13 +62,14 @@ extension ArraySlice<UInt8> {
 /// Text a secret could be spelled as: 16 or more hex / base64 / base64url characters. Error
 /// messages must never contain such input (shorter or other text may match their wording).
 func looksLikeSecret(_ text: some StringProtocol) -> Bool {
-    text.utf8.count >= 16 && text.utf8.allSatisfy { byte in
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"),
-            UInt8(ascii: "="), UInt8(ascii: "_"), UInt8(ascii: "-"):
-            true
-        default: false
+    text.utf8.count >= 16
+        && text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"),
+                UInt8(ascii: "="), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default: false
+            }
         }
-    }
 }

@@ -19,7 +19,10 @@ struct HandshakeDriver {
         self.maxPendingBytes = maxPendingBytes
     }
 
-    mutating func run(_ handshake: inout some ProxyHandshake, _ chunks: [ArraySlice<UInt8>], input: ArraySlice<UInt8>) {
+    mutating func run(
+        _ handshake: inout some ProxyHandshake, _ chunks: [ArraySlice<UInt8>],
+        input: ArraySlice<UInt8>
+    ) {
         for chunk in chunks {
             let step = handshake.receive(chunk)
             fed += chunk.count
@@ -35,16 +38,23 @@ struct HandshakeDriver {
                 break
             case .send(let bytes):
                 requests += 1
-                invariant(!bytes.isEmpty && requests <= maxRequests, "unexpected request #\(requests)")
+                invariant(
+                    !bytes.isEmpty && requests <= maxRequests, "unexpected request #\(requests)")
             case .established(let leftover):
                 // The leftover is what followed the reply: the tail of what was fed so far.
                 let consumed = input.prefix(fed)
-                invariant(consumed.suffix(leftover.count).elementsEqual(leftover), "leftover is not the input's tail")
+                invariant(
+                    consumed.suffix(leftover.count).elementsEqual(leftover),
+                    "leftover is not the input's tail")
                 outcome = step
             case .failed(let error):
-                let text = "\(error)"
-                invariant(!text.contains(fuzzCredentials.username) && !text.contains(fuzzCredentials.password),
-                          "error message shows the credentials")
+                var text = "\(error) \(String(reflecting: error))"
+                dump(error, to: &text)
+                dump(fuzzCredentials, to: &text)
+                invariant(
+                    !text.contains(fuzzCredentials.username)
+                        && !text.contains(fuzzCredentials.password),
+                    "an error or a dump shows the credentials")
                 outcome = step
             }
         }

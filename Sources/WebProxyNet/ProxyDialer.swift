@@ -1,5 +1,7 @@
 /// A username and password for an upstream proxy. Never printed.
-public struct ProxyCredentials: Hashable, Sendable, CustomStringConvertible {
+public struct ProxyCredentials: Hashable, Sendable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
     public let username: String
     public let password: String
 
@@ -9,6 +11,9 @@ public struct ProxyCredentials: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "ProxyCredentials(redacted)" }
+    public var debugDescription: String { description }
+    /// No children, so `dump` cannot show the username and password either.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// What a proxy handshake asks for after an input.

@@ -124,9 +124,10 @@ private func connectToLoopback(port: UInt16) throws -> Int32 {
     return client
 }
 
-/// A receive timeout so a broken exchange fails the test instead of hanging it.
+/// A receive timeout so a broken exchange fails the test instead of hanging it. Generous:
+/// under ThreadSanitizer the 300 KB echo alone takes about 5 s.
 private func limitReceiveTime(_ socket: Int32) {
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    var timeout = timeval(tv_sec: 60, tv_usec: 0)
     setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 }
 
@@ -141,27 +142,24 @@ private func onThread<Value: Sendable>(
     }
 }
 
-/// A thread started at once. An `async let` child task would only start when the cooperative
-/// pool (two threads here) gets round to it, which CPU-heavy tests running in parallel can
-/// delay past the peer's receive timeout.
-private final class BackgroundThread<Value: Sendable>: @unchecked Sendable {
-    // Written once by the thread before `finished` is signalled, read only after waiting.
-    private var result: Result<Value, any Error>?
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(_ work: @escaping @Sendable () throws -> Value) {
-        Thread.detachNewThread {
-            self.result = Result { try work() }
-            self.finished.signal()
-        }
+/// Starts blocking work on its own thread at once, for awaiting later. Unlike an `async let`
+/// of `onThread`, it does not wait for a cooperative-pool thread, which busy synchronous
+/// tests can hold longer than the peer's receive timeout (seen under the sanitizers).
+private func startOnThread<Value: Sendable>(
+    _ work: @escaping @Sendable () throws -> Value
+) -> AsyncStream<Result<Value, any Error>> {
+    let (result, continuation) = AsyncStream.makeStream(of: Result<Value, any Error>.self)
+    Thread.detachNewThread {
+        continuation.yield(Result { try work() })
+        continuation.finish()
     }
+    return result
+}
 
-    func value() async throws -> Value {
-        try await onThread {
-            self.finished.wait()
-            return try self.result!.get()
-        }
-    }
+/// The result of work started with `startOnThread`.
+private func value<Value>(of result: AsyncStream<Result<Value, any Error>>) async throws -> Value {
+    for await outcome in result { return try outcome.get() }
+    throw CancellationError()
 }
 
 @Suite("TLSEngine over loopback sockets")
@@ -174,7 +172,7 @@ struct TLSLoopbackTests {
         defer { close(listener) }
         let request = payload(300_000, seed: 7)
 
-        let serverSide = BackgroundThread { () throws -> (echoed: Int, end: TLSEngine.ReadResult?) in
+        let serverSide: AsyncStream<Result<(echoed: Int, end: TLSEngine.ReadResult?), any Error>> = startOnThread {
             let accepted = accept(listener, nil, nil)
             guard accepted >= 0 else { throw SocketFailure("accept") }
             limitReceiveTime(accepted)
@@ -204,7 +202,7 @@ struct TLSLoopbackTests {
                 let end = try connection.read(upTo: 1).end
                 return (reply.bytes, connection.engine.negotiatedALPN, end)
             }
-        let server = try await serverSide.value()
+        let server = try await value(of: serverSide)
         #expect(server.echoed == request.count)
         #expect(server.end == .eof(clean: true))
         #expect(clientSide.reply == request.reversed())
@@ -219,7 +217,7 @@ struct TLSLoopbackTests {
         let (listener, port) = try listenOnLoopback()
         defer { close(listener) }
 
-        let served = BackgroundThread {
+        let served = startOnThread {
             let accepted = accept(listener, nil, nil)
             guard accepted >= 0 else { throw SocketFailure("accept") }
             limitReceiveTime(accepted)
@@ -239,7 +237,7 @@ struct TLSLoopbackTests {
             try connection.handshake()
             return try connection.read(upTo: 10_000)
         }
-        try await served.value()
+        try await value(of: served)
         #expect(read.bytes == payload(1_000))
         #expect(read.end == .eof(clean: false))
     }
