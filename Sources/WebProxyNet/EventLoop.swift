@@ -63,6 +63,9 @@ public final class EventLoop: @unchecked Sendable {
         /// false while removed from epoll (see `park`).
         var inEpoll: Bool
         let handler: (Readiness) -> Void
+        /// Runs when the loop stops with the descriptor still registered, so its owner can
+        /// let go of what it holds (delegates) without being called back.
+        let onShutdown: (() -> Void)?
     }
 
     private struct CrossThread {
@@ -237,7 +240,8 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts watching `fd`, which the loop now owns; returns its token.
     func register(
-        fd: Int32, interest: Interest, _ handler: @escaping (Readiness) -> Void
+        fd: Int32, interest: Interest, onShutdown: (() -> Void)? = nil,
+        _ handler: @escaping (Readiness) -> Void
     ) throws(NetError) -> UInt64 {
         assertInEventLoop()
         let token = nextToken
@@ -245,7 +249,8 @@ public final class EventLoop: @unchecked Sendable {
         _ = try Syscall.retrying("epoll_ctl") {
             cwpl_epoll_ctl(epollFD, CWPL_EPOLL_CTL_ADD, fd, Self.mask(interest), token)
         }
-        registrations[token] = Registration(fd: fd, interest: interest, inEpoll: true, handler: handler)
+        registrations[token] = Registration(
+            fd: fd, interest: interest, inEpoll: true, handler: handler, onShutdown: onShutdown)
         return token
     }
 
@@ -365,8 +370,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func shutDown() {
+        let releases = registrations.values.compactMap(\.onShutdown)
         for token in Array(registrations.keys) { close(token) }
         timers.removeAll()
+        for release in releases { release() }
         crossThread.withLock { state in
             state.closed = true
             state.tasks.removeAll()

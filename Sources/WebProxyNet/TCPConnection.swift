@@ -101,7 +101,9 @@ public final class TCPConnection {
         let connection = TCPConnection(loop: loop, fd: fd, remote: remote, state: .open)
         connection.localAddress = try? Syscall.localAddress(fd)
         do {
-            connection.token = try loop.register(fd: fd, interest: []) { [connection] in
+            connection.token = try loop.register(
+                fd: fd, interest: [], onShutdown: { [weak connection] in connection?.loopDidShutDown() }
+            ) { [connection] in
                 connection.handle($0)
             }
         } catch {
@@ -134,7 +136,9 @@ public final class TCPConnection {
         attempt.connection = connection
         do {
             try Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
-            connection.token = try loop.register(fd: fd, interest: .writable) { [connection] in
+            connection.token = try loop.register(
+                fd: fd, interest: .writable, onShutdown: { [weak connection] in connection?.loopDidShutDown() }
+            ) { [connection] in
                 connection.handle($0)
             }
         } catch {
@@ -427,6 +431,15 @@ public final class TCPConnection {
             bytes.withUnsafeBytes { delegate.connection(self, didRead: $0) }
             updateInterest()
         }
+    }
+
+    /// The loop stopped and closed the socket: drop the delegate (which may hold this
+    /// connection: a cycle) and everything queued, without calling anyone back.
+    fileprivate func loopDidShutDown() {
+        state = .closed
+        queue.removeAll()
+        unread = []
+        delegate = nil
     }
 
     /// Closes the socket now; the delegate hears of it on the next loop iteration.
