@@ -13,7 +13,8 @@ struct MTProxyProbe {
     enum Answer: Equatable, Sendable {
         /// A `resPQ` for our nonce: a DC answered.
         case resPQ(keyFingerprints: Int)
-        /// Our own `req_pq_multi` came back: the backend is an echo server, not an MTProxy.
+        /// Our own `req_pq_multi` came back (raw, or re-encrypted as an echoing MTProxy
+        /// server does): the backend is an echo server, not an MTProxy.
         case echoed
         /// A 4-byte packet: the proxy's transport error code (e.g. -404).
         case transportError(Int32)
@@ -37,7 +38,10 @@ struct MTProxyProbe {
     /// The bytes to send first: the init, then the encrypted `req_pq_multi` packet.
     let openingBytes: [UInt8]
     private let decryptor: AESCounterCipher
+    /// Decrypted answer bytes.
     private var received: [UInt8] = []
+    /// Raw bytes held while they could still be our own opening echoed unchanged.
+    private var heldRaw: [UInt8]? = []
 
     /// Builds the probe from 64 random `initBytes` (see `isUsableInit`; bytes 56..<62 are
     /// replaced by the tag and `dc`), a 16-byte `nonce`, `padding` (0–15 bytes, appended
@@ -97,7 +101,18 @@ struct MTProxyProbe {
 
     /// Takes stream bytes from the proxy; returns the answer once a whole packet arrived.
     mutating func receive(_ bytes: [UInt8]) -> Answer? {
-        received += decryptor.apply(bytes)
+        if var raw = heldRaw {
+            raw += bytes
+            if openingBytes.starts(with: raw.prefix(openingBytes.count)) {
+                guard raw.count < openingBytes.count else { return .echoed }
+                heldRaw = raw
+                return nil
+            }
+            heldRaw = nil
+            received += decryptor.apply(raw)
+        } else {
+            received += decryptor.apply(bytes)
+        }
         guard received.count >= 4 else { return nil }
         let length = Int(Self.readUInt32(received[0..<4]))
         guard length > 0, length <= Self.maxAnswerBytes else {

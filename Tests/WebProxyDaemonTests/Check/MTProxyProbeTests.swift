@@ -107,6 +107,22 @@ import WebProxyCore
         }
     }
 
+    /// A plain TCP echo backend (our test relay's) sends the opening back unchanged.
+    @Test func aRawEchoIsRecognisedAtEverySplit() throws {
+        let secret = try ProxySecret(parsing: Self.plainSecret)
+        let opening = try #require(MTProxyProbe(
+            secret: secret, dc: 2, initBytes: Self.initBytes, nonce: Self.nonce, padding: [],
+            messageID: Self.messageID)).openingBytes
+        for split in 0...opening.count {
+            var probe = try #require(MTProxyProbe(
+                secret: secret, dc: 2, initBytes: Self.initBytes, nonce: Self.nonce, padding: [],
+                messageID: Self.messageID))
+            let first = probe.receive(Array(opening[..<split]))
+            let result = split == opening.count ? first : probe.receive(Array(opening[split...]))
+            #expect(result == .echoed, "split \(split)")
+        }
+    }
+
     @Test func otherAnswersAreNamed() {
         let nonce = Self.nonce
         #expect(MTProxyProbe.parseAnswer([0x6C, 0xFE, 0xFF, 0xFF], nonce: nonce) == .transportError(-404))
