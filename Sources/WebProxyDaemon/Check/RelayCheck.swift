@@ -121,7 +121,8 @@ final class RelayCheck: @unchecked Sendable {
                 finish()
             case .success(let addresses):
                 let list = addresses.map(\.ipAddress).joined(separator: ", ")
-                record(.passed(.resolve, elapsed, "\(target.host): \(list)"))
+                let via = endpoint.connectTo == nil ? "" : "connect-to "
+                record(.passed(.resolve, elapsed, "\(via)\(target.host): \(list)"))
                 startConnect(addresses, endpoint: endpoint, dialer: dialer)
             }
         }
