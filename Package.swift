@@ -28,7 +28,7 @@ let package = Package(
         // Carriers, bootstrap, session supervision, listener, configuration, logging.
         .target(
             name: "WebProxyDaemon",
-            dependencies: ["WebProxyCore", "WebProxyNet", "CWebProxySystemd"]),
+            dependencies: ["WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL"]),
         // A relay written from the contract, for tests, the demo and benchmarks.
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet"]),
         .executableTarget(

@@ -23,6 +23,7 @@ public enum CommandLineTool {
           run                  Serve the relays of a configuration file, or one relay given by flags.
           check-config         Check a configuration file and report every problem.
           link                 Print the tg://proxy link Telegram should use for each relay.
+          check                Diagnose a relay stage by stage (exit 10–16 names the failed stage).
           help                 Show this help.
           version              Print the version.
 
@@ -104,6 +105,8 @@ public enum CommandLineTool {
             command = .checkConfig
         case "link":
             command = .link
+        case "check":
+            return CheckCommand.run(rest, output: output, errors: errors, environment: environment)
         default:
             errors.write("webproxyd: unknown subcommand '\(first)'\n\n" + usage + "\n")
             return ExitCode.usage
@@ -176,12 +179,12 @@ public enum CommandLineTool {
         var configPath: String { options["--config"] ?? DaemonConfiguration.defaultPath }
     }
 
-    private struct UsageError: Error {
+    struct UsageError: Error {
         let message: String
     }
 
     /// `--name VALUE` or `--name=VALUE`, each option at most once.
-    private static func parseOptions(_ arguments: [String], allowed: Set<String>) throws(UsageError) -> [String: String] {
+    static func parseOptions(_ arguments: [String], allowed: Set<String>) throws(UsageError) -> [String: String] {
         var options: [String: String] = [:]
         var index = 0
         while index < arguments.count {
