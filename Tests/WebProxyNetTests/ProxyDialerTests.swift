@@ -274,9 +274,9 @@ final class CountingEcho {
     }
 
     @Test func unreachableProxyFailsWithoutADirectConnection() async throws {
+        let closedPort = try closedLoopbackPort()
         let outcome = try await run(.socks5(credentials: nil, reply: 0)) { _ in
-            // A port nothing listens on (port 1 on loopback is closed in test environments).
-            .socks5(DialTarget(host: "127.0.0.1", port: 1)!, credentials: nil)
+            .socks5(DialTarget(host: "127.0.0.1", port: closedPort)!, credentials: nil)
         }
         let error = try #require(outcome.error)
         #expect(error.errno == ECONNREFUSED)
@@ -309,4 +309,12 @@ final class CountingEcho {
 /// Bytes the test proxy injects before the echo.
 private func echoPrefixLength(_ behaviour: TestProxy.Behaviour) -> Int {
     if case .httpConnect(_, let extra) = behaviour { extra.count } else { 0 }
+}
+
+/// A loopback port nothing listens on: bound by the kernel's choice, then released.
+private func closedLoopbackPort() throws -> UInt16 {
+    let fd = try Syscall.tcpSocket(SocketAddress.loopbackIPv4(port: 0).addressFamily)
+    defer { Syscall.close(fd) }
+    try Syscall.bind(fd, to: .loopbackIPv4(port: 0))
+    return try Syscall.localAddress(fd).port
 }
