@@ -111,8 +111,13 @@ final class ControlServer: @unchecked Sendable {
         let deadline = ContinuousClock.now + Self.clientDeadline
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: Self.maxRequestBytes)
+        var reply: ArraySlice<UInt8>?
         while !request.contains(UInt8(ascii: "\n")) {
-            guard request.count < Self.maxRequestBytes, wait(client, for: Int16(POLLIN), until: deadline) else { return }
+            guard request.count < Self.maxRequestBytes else {
+                reply = ControlAnswer.error("the request line is longer than \(Self.maxRequestBytes) bytes")[...]
+                break
+            }
+            guard wait(client, for: Int16(POLLIN), until: deadline) else { return }
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, Self.maxRequestBytes - request.count, 0) }
             if count == 0 { break }
             if count < 0 {
@@ -122,15 +127,15 @@ final class ControlServer: @unchecked Sendable {
             request += buffer[..<count]
         }
         let line = request.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-        var reply = answer(text)[...]
-        while !reply.isEmpty, wait(client, for: Int16(POLLOUT), until: deadline) {
-            let sent = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        var remaining = reply ?? answer(text)[...]
+        while !remaining.isEmpty, wait(client, for: Int16(POLLOUT), until: deadline) {
+            let sent = remaining.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 return
             }
-            reply = reply.dropFirst(sent)
+            remaining = remaining.dropFirst(sent)
         }
     }
 

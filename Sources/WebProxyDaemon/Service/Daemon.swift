@@ -249,6 +249,11 @@ public final class Daemon: @unchecked Sendable {
             relays: snapshots().map(\.status))
     }
 
+    /// The status document, taken on the loop (for tests); nil once the loop has stopped.
+    func statusSnapshot() -> StatusDocument? {
+        onLoop { [self] in statusDocument() }
+    }
+
     /// The metrics text (loop thread).
     func metricsText() -> String {
         PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())
@@ -262,7 +267,7 @@ public final class Daemon: @unchecked Sendable {
     /// Answers a control request; runs on the control thread and asks the loop.
     private func controlAnswer(_ request: String) -> [UInt8] {
         guard request == "status" else { return ControlAnswer.error("unknown request; send \"status\"") }
-        guard let document = onLoop({ [self] in statusDocument() }) else {
+        guard let document = statusSnapshot() else {
             return ControlAnswer.error("the daemon is stopping")
         }
         return document.encoded()
