@@ -6,8 +6,8 @@ struct LatencyHistogram: Equatable, Sendable {
 
     /// Observations per bucket (not cumulative); the last entry is `+Inf`.
     private(set) var bucketCounts = [Int](repeating: 0, count: LatencyHistogram.bounds.count + 1)
-    /// Sum of every observation, in seconds.
-    private(set) var sum: Double = 0
+    /// Sum of every observation, in nanoseconds (an integer, so the sum is exact).
+    private(set) var sumNanoseconds: Int64 = 0
     /// Number of observations.
     private(set) var count = 0
 
@@ -15,7 +15,8 @@ struct LatencyHistogram: Equatable, Sendable {
         let seconds = Self.seconds(duration)
         let index = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
         bucketCounts[index] += 1
-        sum += seconds
+        let (whole, attoseconds) = duration.components
+        sumNanoseconds &+= whole &* 1_000_000_000 &+ attoseconds / 1_000_000_000
         count += 1
     }
 
@@ -26,6 +27,15 @@ struct LatencyHistogram: Equatable, Sendable {
             running += count
             return running
         }
+    }
+
+    /// The sum in seconds, in decimal without trailing zeros: `0.34`, `56`.
+    var sumText: String {
+        let whole = sumNanoseconds / 1_000_000_000
+        var fraction = String(sumNanoseconds % 1_000_000_000)
+        fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+        while fraction.last == "0" { fraction.removeLast() }
+        return fraction.isEmpty ? "\(whole)" : "\(whole).\(fraction)"
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -50,7 +50,7 @@ enum PrometheusText {
                 for (bound, count) in zip(bounds, observed.cumulativeCounts) {
                     out += "\(histogram)_bucket{\(labels),le=\"\(bound)\"} \(count)\n"
                 }
-                out += "\(histogram)_sum{\(labels)} \(number(observed.sum))\n"
+                out += "\(histogram)_sum{\(labels)} \(observed.sumText)\n"
                 out += "\(histogram)_count{\(labels)} \(observed.count)\n"
             }
         }
