@@ -16,7 +16,7 @@ import Testing
                 name: "work", listen: "[::1]:8444", state: .down, carrier: nil, streams: 0, refusedConnections: 3,
                 bytesUp: 0, bytesDown: 0, sessionsEstablished: 0, reconnects: 4,
                 lastError: RelayStatusEntry.LastError(
-                    class: "unreachable", message: "no answer from the relay after 4 attempts", secondsAgo: 5,
+                    class: "unreachable", message: "no response from the relay", secondsAgo: 5,
                     at: "2025-05-01T11:59:55Z")),
         ])
 
@@ -28,7 +28,7 @@ import Testing
                 home   127.0.0.1:8443  up     websocket-lanes       12        0  1.5 KiB  3.0 MiB         2           1
                 work   [::1]:8444      down   -                      0        3      0 B      0 B         0           4
                 home: last error carrier-lost, 12 min ago (2025-05-01T11:47:26Z): the session WebSocket was lost
-                work: last error unreachable, 5 s ago (2025-05-01T11:59:55Z): no answer from the relay after 4 attempts
+                work: last error unreachable, 5 s ago (2025-05-01T11:59:55Z): no response from the relay
 
                 """)
     }
