@@ -228,7 +228,7 @@ public final class Daemon: @unchecked Sendable {
             return "cannot listen for metrics on \(metrics): not an IP address"
         }
         do {
-            metricsServer = try MetricsServer(address: address, loop: loop) { [unowned self] in metricsText() }
+            metricsServer = try MetricsServer(address: address, loop: loop) { [weak self] in self?.metricsText() ?? "" }
         } catch {
             return "cannot listen for metrics on \(metrics): \(error)"
         }
@@ -243,19 +243,20 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// The control socket's `status` document (loop thread).
-    func statusDocument() -> StatusDocument {
+    private func statusDocument() -> StatusDocument {
         StatusDocument(
             version: WebProxyDaemon.version, pid: getpid(), generatedAt: RFC3339Time.format(epochSeconds: Int64(time(nil))),
             relays: snapshots().map(\.status))
     }
 
-    /// The status document, taken on the loop (for tests); nil once the loop has stopped.
+    /// The status document, taken on the loop from any other thread; nil once the loop has
+    /// stopped.
     func statusSnapshot() -> StatusDocument? {
         onLoop { [self] in statusDocument() }
     }
 
     /// The metrics text (loop thread).
-    func metricsText() -> String {
+    private func metricsText() -> String {
         PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())
     }
 
