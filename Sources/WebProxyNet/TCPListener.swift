@@ -52,6 +52,50 @@ public final class TCPListener {
             Syscall.close(fd)
             throw error
         }
+        return try register(
+            fd: fd, bound: bound, loop: loop, acceptPause: acceptPause, accepted: accepted, acceptFailed: acceptFailed)
+    }
+
+    /// Takes over `fd`, a TCP socket already bound and listening (one systemd passed with
+    /// socket activation), and accepts on it as `listen` does. The listener owns `fd` from
+    /// here on and closes it, also when this throws: `fd` must be a listening stream socket
+    /// of an IP family (`ENOTSOCK`, `EINVAL` or `EAFNOSUPPORT` otherwise). It is made
+    /// non-blocking and close-on-exec.
+    public static func adopt(
+        fd: Int32, loop: EventLoop, acceptPause: Duration = .milliseconds(100),
+        accepted: @escaping (TCPConnection) -> Void,
+        acceptFailed: @escaping (NetError) -> Void = { _ in }
+    ) throws(NetError) -> TCPListener {
+        loop.assertInEventLoop()
+        let bound: SocketAddress
+        do throws(NetError) {
+            var type: Int32 = 0, listening: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = try Syscall.retrying("getsockopt(SO_TYPE)") { getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) }
+            length = socklen_t(MemoryLayout<Int32>.size)
+            _ = try Syscall.retrying("getsockopt(SO_ACCEPTCONN)") {
+                getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length)
+            }
+            guard type == CWPL_SOCK_STREAM, listening == 1 else {
+                throw NetError.syscall("getsockopt(SO_ACCEPTCONN)", errno: EINVAL)
+            }
+            bound = try Syscall.localAddress(fd)
+            let flags = try Syscall.retrying("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
+            _ = try Syscall.retrying("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+            _ = try Syscall.retrying("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        return try register(
+            fd: fd, bound: bound, loop: loop, acceptPause: acceptPause, accepted: accepted, acceptFailed: acceptFailed)
+    }
+
+    /// Watches the listening `fd` on `loop`; closes it if that fails.
+    private static func register(
+        fd: Int32, bound: SocketAddress, loop: EventLoop, acceptPause: Duration,
+        accepted: @escaping (TCPConnection) -> Void, acceptFailed: @escaping (NetError) -> Void
+    ) throws(NetError) -> TCPListener {
         // The handler needs the listener and the listener needs the token: bridge with a box.
         // The registration keeps the listener alive until `close()` or the loop stops.
         final class Box { var listener: TCPListener? }

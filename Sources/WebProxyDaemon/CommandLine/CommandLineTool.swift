@@ -23,6 +23,7 @@ public enum CommandLineTool {
           run                  Serve the relays of a configuration file, or one relay given by flags.
           check-config         Check a configuration file and report every problem.
           link                 Print the tg://proxy link Telegram should use for each relay.
+          status               Show the running daemon's relays (--json for the JSON document).
           check                Diagnose a relay stage by stage (exit 10–16 names the failed stage).
           help                 Show this help.
           version              Print the version.
@@ -42,6 +43,7 @@ public enum CommandLineTool {
           --listen HOST:PORT     Where Telegram connects (a loopback address), with --link.
           --ca-file PEM          Trust these CA certificates instead of the system store, with --link.
           --connect-to HOST:PORT Connect TCP here instead of the relay host (TLS still checks its name), with --link.
+          --control-socket PATH  Where `webproxyd status` asks (default: see `webproxyd status --help`).
           --help                 Show this help.
         """
 
@@ -105,6 +107,8 @@ public enum CommandLineTool {
             command = .checkConfig
         case "link":
             command = .link
+        case "status":
+            return StatusCommand.run(rest, output: output, errors: errors, environment: environment)
         case "check":
             return CheckCommand.run(rest, output: output, errors: errors, environment: environment)
         default:
@@ -163,7 +167,7 @@ public enum CommandLineTool {
         var options: Set<String> {
             switch self {
             case .version: []
-            case .run: ["--config", "--link", "--listen", "--ca-file", "--connect-to"]
+            case .run: ["--config", "--link", "--listen", "--ca-file", "--connect-to", "--control-socket"]
             case .checkConfig, .link: ["--config"]
             }
         }
@@ -283,8 +287,11 @@ public enum CommandLineTool {
         logger = logger.redacting(configuration.relays.map(\.secret))
         let daemon: Daemon
         do {
+            let activated = context.environment["LISTEN_FDS"] == nil ? [:] : try SocketActivation.listeningSockets()
             daemon = try Daemon(
-                configuration: configuration, configurationPath: path, environment: context.environment, logger: logger)
+                configuration: configuration, configurationPath: path, environment: context.environment, logger: logger,
+                controlSocketPath: options["--control-socket"] ?? ControlSocketPath.forDaemon(environment: context.environment),
+                controlSocketRequired: options["--control-socket"] != nil, activatedSockets: activated)
             try daemon.start()
             try daemon.watchSignals()
         } catch {

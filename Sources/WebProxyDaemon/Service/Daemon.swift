@@ -28,20 +28,35 @@ public final class Daemon: @unchecked Sendable {
     private let sessionSettings: SessionSettings?
     private let drainLimit: Duration
     private let stoppedSignal = DispatchSemaphore(value: 0)
+    private let controlSocketPath: String?
+    private let controlSocketRequired: Bool
+    /// Listening sockets systemd passed, by relay name; they stay open for restarts.
+    private let activatedSockets: [String: Int32]
+    private var control: ControlServer?
 
     // Loop-thread state.
     private var configuration: DaemonConfiguration
     private var services: [String: RelayService] = [:]
+    private var metricsServer: MetricsServer?
     private var stopping = false
     private var reloading = false
 
     /// A daemon for `configuration`; `configurationPath` is re-read on reload (nil: the
     /// quick flags, which cannot be reloaded). Tests shrink `sessionSettings`.
+    ///
+    /// `controlSocketPath` is where `webproxyd status` asks (nil: no control socket); when
+    /// it cannot be created, start fails if `controlSocketRequired`, else it is logged.
+    /// `activatedSockets` are listening sockets by relay name (`SocketActivation`): a relay
+    /// with one accepts on it instead of binding its `listen` address.
     public init(
         configuration: DaemonConfiguration, configurationPath: String?, environment: [String: String],
         logger: Logger, notifier: ServiceNotifier? = nil, sessionSettings: SessionSettings? = nil,
-        drainLimit: Duration = .seconds(4)
+        drainLimit: Duration = .seconds(4), controlSocketPath: String? = nil, controlSocketRequired: Bool = true,
+        activatedSockets: [String: Int32] = [:]
     ) throws(NetError) {
+        self.controlSocketPath = controlSocketPath
+        self.controlSocketRequired = controlSocketRequired
+        self.activatedSockets = activatedSockets
         self.configuration = configuration
         self.configurationPath = configurationPath
         self.environment = environment
@@ -74,10 +89,29 @@ public final class Daemon: @unchecked Sendable {
                 throw DaemonStartError("relay '\(relay.name)': cannot set up TLS: \(error)")
             }
         }
+        if let controlSocketPath {
+            do {
+                control = try ControlServer.start(path: controlSocketPath) { [weak self] request in
+                    self?.controlAnswer(request) ?? ControlAnswer.error("the daemon is stopping")
+                }
+            } catch where controlSocketRequired {
+                shutDownLoop()
+                throw DaemonStartError("\(error)")
+            } catch {
+                logger.warning("no control socket: \(error)", LogFields(stage: "control"))
+            }
+        }
         let outcome = onLoop { [self] () -> String? in
             for relay in configuration.relays {
                 guard let context = contexts[relay.name] else { continue }
                 if let problem = startRelay(relay, context: context) { return problem }
+            }
+            if let problem = startMetrics() { return problem }
+            let unused = Set(activatedSockets.keys).subtracting(configuration.relays.map(\.name))
+            for name in unused.sorted() {
+                logger.warning(
+                    "systemd passed a socket named '\(name)' but no [relay \(name)] exists; it is not used",
+                    LogFields(stage: "listen"))
             }
             startTimers()
             notifier.ready()
@@ -86,10 +120,16 @@ public final class Daemon: @unchecked Sendable {
             return nil
         }
         if let problem = outcome ?? "the event loop stopped" {
-            onLoop { [self] in for service in services.values { service.forceStop() } }
+            onLoop { [self] in
+                for service in services.values { service.forceStop() }
+                metricsServer?.close()
+            }
             shutDownLoop()
+            control?.stop()
+            control?.waitUntilStopped()
             throw DaemonStartError(problem)
         }
+        if let control { logger.info("control socket at \(control.path)", LogFields(stage: "control")) }
     }
 
     /// Turns SIGTERM and SIGINT into `requestStop()` and SIGHUP into `requestReload()`. The
@@ -130,6 +170,7 @@ public final class Daemon: @unchecked Sendable {
         stoppedSignal.signal()
         loop.waitUntilStopped()
         resolver.shutdown()
+        control?.waitUntilStopped()
         return CommandLineTool.ExitCode.success
     }
 
@@ -172,14 +213,65 @@ public final class Daemon: @unchecked Sendable {
                 configuration: relay, context: context, loop: loop, resolver: resolver, logger: relayLogger,
                 settings: sessionSettings)
             service.onStatusChange = { [weak self] in self?.reportStatus() }
-            try service.start()
+            try service.start(activatedSocket: activatedSockets[relay.name])
             services[relay.name] = service
             return nil
-        } catch let error as NetError {
-            return "relay '\(relay.name)': cannot listen on \(relay.listen): \(error)"
         } catch {
             return "relay '\(relay.name)': \(error)"
         }
+    }
+
+    /// Serves the metrics if `[daemon] metrics` is set; returns what went wrong, if anything.
+    private func startMetrics() -> String? {
+        guard let metrics = configuration.metrics else { return nil }
+        guard let address = SocketAddress(ipAddress: metrics.host, port: metrics.port) else {
+            return "cannot listen for metrics on \(metrics): not an IP address"
+        }
+        do {
+            metricsServer = try MetricsServer(address: address, loop: loop) { [weak self] in self?.metricsText() ?? "" }
+        } catch {
+            return "cannot listen for metrics on \(metrics): \(error)"
+        }
+        logger.info("metrics on http://\(metrics)/metrics", LogFields(stage: "metrics"))
+        return nil
+    }
+
+    /// Every running relay, in configuration order (loop thread).
+    private func snapshots() -> [RelaySnapshot] {
+        let now = Int64(time(nil))
+        return configuration.relays.compactMap { services[$0.name]?.snapshot(wallClockSeconds: now) }
+    }
+
+    /// The control socket's `status` document (loop thread).
+    private func statusDocument() -> StatusDocument {
+        StatusDocument(
+            version: WebProxyDaemon.version, pid: getpid(), generatedAt: RFC3339Time.format(epochSeconds: Int64(time(nil))),
+            relays: snapshots().map(\.status))
+    }
+
+    /// The status document, taken on the loop from any other thread; nil once the loop has
+    /// stopped.
+    func statusSnapshot() -> StatusDocument? {
+        onLoop { [self] in statusDocument() }
+    }
+
+    /// The metrics text (loop thread).
+    private func metricsText() -> String {
+        PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())
+    }
+
+    /// Where the metrics endpoint is bound (for tests).
+    func metricsAddress() -> SocketAddress? {
+        onLoop { [self] in metricsServer?.localAddress } ?? nil
+    }
+
+    /// Answers a control request; runs on the control thread and asks the loop.
+    private func controlAnswer(_ request: String) -> [UInt8] {
+        guard request == "status" else { return ControlAnswer.error("unknown request; send \"status\"") }
+        guard let document = statusSnapshot() else {
+            return ControlAnswer.error("the daemon is stopping")
+        }
+        return document.encoded()
     }
 
     private func startTimers() {
@@ -220,6 +312,9 @@ public final class Daemon: @unchecked Sendable {
         logger.notice("stopping: closing local connections and the relay sessions")
         var remaining = services.count
         let finish = { [self] in
+            metricsServer?.close()
+            metricsServer = nil
+            control?.stop()
             logger.info("stopped")
             stoppedSignal.signal()
             loop.stop()
@@ -307,6 +402,9 @@ public final class Daemon: @unchecked Sendable {
         }
         for warning in next.loaded.warnings { logger.warning("\(warning)", LogFields(stage: "reload")) }
         let changes = next.loaded.configuration.changes(from: configuration)
+        if next.loaded.configuration.metrics != configuration.metrics {
+            logger.warning("the metrics address changes only on restart", LogFields(stage: "reload"))
+        }
         logger.notice(
             "reload: \(changes.added.count) added, \(changes.removed.count) removed, \(changes.changed.count) changed, \(changes.unchanged.count) unchanged",
             LogFields(stage: "reload"))

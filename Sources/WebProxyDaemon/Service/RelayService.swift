@@ -22,6 +22,8 @@ final class RelayService {
     private let loop: EventLoop
     private let resolver: Resolver
     private let logger: Logger
+    /// Keeps the relay's secret out of the failure messages `status` shows.
+    private let redactor: SecretRedactor
     private let dialer: SecureDialer
     private let endpoint: SecureEndpoint
     private let client: HTTPClient
@@ -55,6 +57,10 @@ final class RelayService {
     private(set) var bytesDown = 0
     /// The class of the last session failure (`SessionFailure.Kind`).
     private(set) var lastErrorClass: String?
+    /// Sessions, rebuilds, failures and request durations, for `status` and the metrics.
+    private(set) var counters = RelayCounters()
+    /// A session build (bridge page, creation) is under way.
+    private var building = false
     /// Called after anything `status` shows may have changed.
     var onStatusChange: (() -> Void)?
 
@@ -75,9 +81,11 @@ final class RelayService {
         self.loop = loop
         self.resolver = resolver
         self.logger = logger.with(relay: configuration.name).redacting([configuration.secret])
+        redactor = SecretRedactor(secrets: [configuration.secret])
         self.endpoint = endpoint
         dialer = SecureDialer(dialer: tcpDialer, context: context)
         var settings = settings ?? SessionSettings()
+        settings.requiredCarrier = CarrierMode(rawValue: configuration.carrier.rawValue)
         settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
         // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
         client = HTTPClient(
@@ -105,19 +113,74 @@ final class RelayService {
     /// Connections closed at once (limit) or after waiting for a session.
     var refusedConnections: Int { supervisor.refusedConnections }
 
-    /// Binds the listener and starts building the first session.
-    func start() throws(NetError) {
+    /// The relay as `status` and the metrics show it; `wallClockSeconds` is now (time(2)).
+    func snapshot(wallClockSeconds: Int64) -> RelaySnapshot {
+        let elapsed = loop.now - origin
+        let lastError = counters.lastError.map { record in
+            let ago = max(0, (elapsed - record.monotonic).components.seconds)
+            return RelayStatusEntry.LastError(
+                class: record.errorClass, message: record.message, secondsAgo: Int(ago),
+                at: RFC3339Time.format(epochSeconds: record.wallClockSeconds))
+        }
+        let status = RelayStatusEntry(
+            name: configuration.name, listen: listenAddress?.description ?? configuration.listen.description,
+            state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
+            refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
+            sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
+        return RelaySnapshot(status: status, counters: counters)
+    }
+
+    /// `state` in the operator's terms: is a session up, being built, or awaited.
+    private var statusState: RelayStatusEntry.State {
+        switch state {
+        case .up: .up
+        case .stopping, .stopped: .stopping
+        case .starting, .connecting, .down:
+            if counters.lastError == nil && counters.sessionsEstablished == 0 { .starting }
+            else if building { .rebuilding }
+            else { .down }
+        }
+    }
+
+    /// Binds the listener, or takes over `activatedSocket` (a listening socket systemd
+    /// passed, which must be bound to the configured `listen`), and starts building the
+    /// first session. The activated descriptor stays the caller's: the listener uses a copy.
+    func start(activatedSocket: Int32? = nil) throws(RelayServiceError) {
         let listen = configuration.listen
         guard let address = SocketAddress(ipAddress: listen.host, port: listen.port) else {
-            throw NetError.syscall("bind", errno: EINVAL)
+            throw RelayServiceError("cannot listen on \(listen): not an IP address")
         }
-        listener = try TCPListener.listen(
-            on: address, loop: loop,
-            accepted: { [weak self] tcp in self?.accepted(tcp) },
-            acceptFailed: { [weak self] error in
-                self?.logger.warning("cannot accept a local connection", LogFields(stage: "listen", error: "\(error)"))
-            })
-        logger.info("listening on \(configuration.listen)", LogFields(stage: "listen"))
+        let accepted: (TCPConnection) -> Void = { [weak self] tcp in self?.accepted(tcp) }
+        let acceptFailed: (NetError) -> Void = { [weak self] error in
+            self?.logger.warning("cannot accept a local connection", LogFields(stage: "listen", error: "\(error)"))
+        }
+        if let activatedSocket {
+            let copy = fcntl(activatedSocket, F_DUPFD_CLOEXEC, 0)
+            guard copy >= 0 else {
+                throw RelayServiceError("cannot use the socket systemd passed: \(NetError.syscall("fcntl", errno: errno))")
+            }
+            let adopted: TCPListener
+            do {
+                adopted = try TCPListener.adopt(fd: copy, loop: loop, accepted: accepted, acceptFailed: acceptFailed)
+            } catch {
+                throw RelayServiceError("cannot use the socket systemd passed: \(error)")
+            }
+            guard adopted.localAddress == address else {
+                adopted.close()
+                throw RelayServiceError(
+                    "the socket systemd passed as '\(configuration.name)' is bound to \(adopted.localAddress), "
+                        + "but listen = \(listen); make ListenStream= in the socket unit and listen agree")
+            }
+            listener = adopted
+            logger.info("listening on \(listen) (socket passed by systemd)", LogFields(stage: "listen"))
+        } else {
+            do {
+                listener = try TCPListener.listen(on: address, loop: loop, accepted: accepted, acceptFailed: acceptFailed)
+            } catch {
+                throw RelayServiceError("cannot listen on \(listen): \(error)")
+            }
+            logger.info("listening on \(listen)", LogFields(stage: "listen"))
+        }
         state = .connecting
         handle(.start)
     }
@@ -290,11 +353,8 @@ final class RelayService {
         case .sessionUp(let mode):
             state = .up
             carrier = mode
-            if configuration.carrier != .follow, configuration.carrier.rawValue != mode.rawValue {
-                logger.warning(
-                    "the relay uses the \(mode) carrier, not the configured \(configuration.carrier)",
-                    LogFields(stage: "carrier", carrier: mode.rawValue))
-            }
+            building = false
+            counters.sessionsEstablished += 1
             logger.notice(
                 "session up", LogFields(event: .sessionUp, stage: "carrier", carrier: mode.rawValue, streams: locals.count))
             onStatusChange?()
@@ -317,6 +377,7 @@ final class RelayService {
                 logger.debug(
                     "\(request.method) answered \(response.status) in \(loop.now - started)",
                     LogFields(stage: "http"))
+                counters.recordRequest(carrier: carrier, duration: loop.now - started)
                 handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))))
             case .failure(let error):
                 logger.debug(
@@ -361,6 +422,10 @@ final class RelayService {
         if state != .stopping { state = .down }
         carrier = nil
         lastErrorClass = failure.kind.rawValue
+        building = false
+        counters.recordFailure(
+            SessionFailure(failure.kind, redactor.redacted(failure.message)), monotonic: loop.now - origin,
+            wallClockSeconds: Int64(time(nil)))
         let event: LogEvent =
             switch failure.kind {
             case .notARelay, .refused, .carrierModeMismatch: wasUp ? .sessionLost : .relayRejected
@@ -375,6 +440,8 @@ final class RelayService {
     private func log(_ event: SessionLogEvent) {
         switch event {
         case .bootstrapping(let failures):
+            building = true
+            if failures > 0 { counters.reconnects += 1 }
             logger.info(
                 "building a session" + (failures > 0 ? " after \(failures) failures" : ""), LogFields(stage: "bootstrap"))
         case .bridgePageParsed(let mode, let batchLimit):
@@ -382,6 +449,7 @@ final class RelayService {
         case .requestRetry(let operation, let failed, let after):
             logger.info("\(operation) failed \(failed) times; retrying in \(after)", LogFields(stage: "http"))
         case .rebuildScheduled(let after):
+            building = false
             logger.info("next session attempt in \(after)", LogFields(stage: "bootstrap"))
         case .localConnectionRefused(let reason, let total):
             logger.notice("closed a local connection: \(reason) (\(total) so far)", LogFields(stage: "listen"))

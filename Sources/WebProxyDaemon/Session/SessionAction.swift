@@ -102,7 +102,8 @@ public struct SessionFailure: Hashable, Sendable, CustomStringConvertible {
         /// The bridge answer holds no usable session data: wrong secret or host, or not a
         /// WEB (tproxy v1) relay.
         case notARelay = "not-a-relay"
-        /// The session was created for another carrier than the page announced.
+        /// The session was created for another carrier than the page announced, or the
+        /// relay selects another carrier than the pinned one.
         case carrierModeMismatch = "carrier-mode-mismatch"
         /// The relay answered with a status that ends the session (404 and the like).
         case refused

@@ -29,6 +29,8 @@ public struct SessionSettings: Hashable, Sendable {
     public var retry: RetryPolicy
     /// Rebuild backoff and the admission wait of local connections.
     public var reconnect: ReconnectSettings
+    /// The carrier the relay must select (`carrier =` pinned); nil follows the relay.
+    public var requiredCarrier: CarrierMode?
 
     public init(
         maxStreams: Int = 128,
@@ -42,7 +44,8 @@ public struct SessionSettings: Hashable, Sendable {
         shutdownWait: Duration = .seconds(3),
         windowUpdateThreshold: Int = SessionMux.defaultWindowUpdateThreshold,
         retry: RetryPolicy = .relayDefault,
-        reconnect: ReconnectSettings = .standard
+        reconnect: ReconnectSettings = .standard,
+        requiredCarrier: CarrierMode? = nil
     ) {
         self.maxStreams = maxStreams
         self.perStreamQueueLimit = perStreamQueueLimit
@@ -56,5 +59,6 @@ public struct SessionSettings: Hashable, Sendable {
         self.windowUpdateThreshold = windowUpdateThreshold
         self.retry = retry
         self.reconnect = reconnect
+        self.requiredCarrier = requiredCarrier
     }
 }

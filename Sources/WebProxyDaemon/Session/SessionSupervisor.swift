@@ -141,6 +141,15 @@ public struct SessionSupervisor: Sendable {
             switch BridgePage.judge(response) {
             case .accepted(let page):
                 step.emit(.log(.bridgePageParsed(page.carrierMode, batchLimit: page.batchLimit)))
+                // A pinned carrier is never traded for the relay's choice: no session at all.
+                if let required = settings.requiredCarrier, page.carrierMode != required {
+                    bootstrapFailed(
+                        SessionFailure(
+                            .carrierModeMismatch,
+                            "the relay selects carrier \(page.carrierMode) but this relay is pinned to \(required)"),
+                        step: &step)
+                    return
+                }
                 let creation = SessionCreation(page: page, api: api)
                 phase = .creatingSession(creation, batchLimit: page.batchLimit)
                 exchanges.send(.createSession, creation.request, deadline: settings.requestDeadline, step: &step)

@@ -1,0 +1,72 @@
+import Foundation
+
+/// What the control socket answers to `status`: the daemon and each relay, as JSON with
+/// snake_case keys. Holds no secret, token, capability or URL.
+struct StatusDocument: Codable, Equatable, Sendable {
+    /// The daemon's version.
+    var version: String
+    /// The daemon's process id.
+    var pid: Int32
+    /// When the document was made (RFC 3339, UTC).
+    var generatedAt: String
+    /// The running relays, in configuration order.
+    var relays: [RelayStatusEntry]
+}
+
+/// One relay in `StatusDocument`.
+struct RelayStatusEntry: Codable, Equatable, Sendable {
+    /// What a relay is doing, from the operator's point of view.
+    enum State: String, Codable, Sendable {
+        /// Building its first session.
+        case starting
+        /// A session is up.
+        case up
+        /// Building a new session after a failure or a lost session.
+        case rebuilding
+        /// No session; waiting out the backoff before the next attempt.
+        case down
+        /// Shutting down.
+        case stopping
+    }
+
+    /// When and why the last session failed.
+    struct LastError: Codable, Equatable, Sendable {
+        /// `SessionFailure.Kind` raw value, e.g. `unreachable`.
+        var `class`: String
+        var message: String
+        var secondsAgo: Int
+        /// RFC 3339, UTC.
+        var at: String
+    }
+
+    var name: String
+    var listen: String
+    var state: State
+    /// The carrier of the session that is up.
+    var carrier: String?
+    var streams: Int
+    var refusedConnections: Int
+    var bytesUp: Int
+    var bytesDown: Int
+    var sessionsEstablished: Int
+    var reconnects: Int
+    var lastError: LastError?
+}
+
+extension StatusDocument {
+    /// Pretty-printed JSON with sorted keys, ending in a newline.
+    func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain strings and integers cannot fail.
+        return ((try? encoder.encode(self)).map(Array.init) ?? Array("{}".utf8)) + [UInt8(ascii: "\n")]
+    }
+
+    /// Reads a document the control socket sent.
+    init(decoding bytes: [UInt8]) throws {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        self = try decoder.decode(StatusDocument.self, from: Data(bytes))
+    }
+}

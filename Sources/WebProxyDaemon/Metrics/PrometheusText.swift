@@ -1,0 +1,83 @@
+/// The metrics in the Prometheus text exposition format (version 0.0.4). Every label value
+/// comes from a bounded set: relay section names, fixed directions, error classes and
+/// carrier labels.
+enum PrometheusText {
+    /// The `Content-Type` of the rendered text.
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    static func render(version: String, relays: [RelaySnapshot]) -> String {
+        var out = ""
+        family(&out, "webproxyd_build_info", "gauge", "The running webproxyd version.")
+        out += "webproxyd_build_info{version=\"\(escape(version))\"} 1\n"
+
+        func perRelay(_ name: String, _ type: String, _ help: String, _ value: (RelaySnapshot) -> Int) {
+            family(&out, name, type, help)
+            for relay in relays { out += "\(name){relay=\"\(escape(relay.status.name))\"} \(value(relay))\n" }
+        }
+        perRelay("webproxyd_sessions_established_total", "counter", "Relay sessions that came up.") {
+            $0.counters.sessionsEstablished
+        }
+        perRelay("webproxyd_session_up", "gauge", "1 while a relay session is up.") { $0.status.state == .up ? 1 : 0 }
+        perRelay("webproxyd_streams", "gauge", "Local connections open now.") { $0.status.streams }
+        perRelay(
+            "webproxyd_connections_refused_total", "counter",
+            "Local connections closed without reaching the relay (stream limit or no session in time)."
+        ) { $0.status.refusedConnections }
+        perRelay("webproxyd_reconnects_total", "counter", "Session builds started after a failure or a lost session.") {
+            $0.counters.reconnects
+        }
+
+        family(&out, "webproxyd_bytes_total", "counter", "Payload bytes carried: up from local clients, down to them.")
+        for relay in relays {
+            let name = escape(relay.status.name)
+            out += "webproxyd_bytes_total{relay=\"\(name)\",direction=\"up\"} \(relay.status.bytesUp)\n"
+            out += "webproxyd_bytes_total{relay=\"\(name)\",direction=\"down\"} \(relay.status.bytesDown)\n"
+        }
+
+        family(&out, "webproxyd_errors_total", "counter", "Session failures by class.")
+        for relay in relays {
+            for (errorClass, count) in relay.counters.errors.sorted(by: { $0.key < $1.key }) {
+                out += "webproxyd_errors_total{relay=\"\(escape(relay.status.name))\",class=\"\(escape(errorClass))\"} \(count)\n"
+            }
+        }
+
+        let histogram = "webproxyd_carrier_request_seconds"
+        family(&out, histogram, "histogram", "Time from sending a relay HTTP request to its answer (long polls included).")
+        for relay in relays {
+            for (carrier, observed) in relay.counters.requestSeconds.sorted(by: { $0.key < $1.key }) {
+                let labels = "relay=\"\(escape(relay.status.name))\",carrier=\"\(escape(carrier))\""
+                let bounds = LatencyHistogram.bounds.map(number) + ["+Inf"]
+                for (bound, count) in zip(bounds, observed.cumulativeCounts) {
+                    out += "\(histogram)_bucket{\(labels),le=\"\(bound)\"} \(count)\n"
+                }
+                out += "\(histogram)_sum{\(labels)} \(observed.sumText)\n"
+                out += "\(histogram)_count{\(labels)} \(observed.count)\n"
+            }
+        }
+        return out
+    }
+
+    private static func family(_ out: inout String, _ name: String, _ type: String, _ help: String) {
+        out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    /// A label value with `\`, `"` and newlines escaped.
+    static func escape(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// `1` rather than `1.0` for whole numbers; Swift's shortest form otherwise.
+    static func number(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+}

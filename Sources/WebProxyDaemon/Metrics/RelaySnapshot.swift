@@ -1,0 +1,6 @@
+/// One relay at one instant, taken on the loop thread: what `status` shows and what the
+/// metrics endpoint exposes.
+struct RelaySnapshot: Equatable, Sendable {
+    var status: RelayStatusEntry
+    var counters: RelayCounters
+}

@@ -1,0 +1,61 @@
+import Testing
+
+@testable import WebProxyDaemon
+
+@Suite struct StatusTableTests {
+    static let document = StatusDocument(
+        version: "1.2.3", pid: 4321, generatedAt: "2025-05-01T12:00:00Z",
+        relays: [
+            RelayStatusEntry(
+                name: "home", listen: "127.0.0.1:8443", state: .up, carrier: "websocket-lanes", streams: 12,
+                refusedConnections: 0, bytesUp: 1536, bytesDown: 3 << 20, sessionsEstablished: 2, reconnects: 1,
+                lastError: RelayStatusEntry.LastError(
+                    class: "carrier-lost", message: "the session WebSocket was lost", secondsAgo: 754,
+                    at: "2025-05-01T11:47:26Z")),
+            RelayStatusEntry(
+                name: "work", listen: "[::1]:8444", state: .down, carrier: nil, streams: 0, refusedConnections: 3,
+                bytesUp: 0, bytesDown: 0, sessionsEstablished: 0, reconnects: 4,
+                lastError: RelayStatusEntry.LastError(
+                    class: "unreachable", message: "no response from the relay", secondsAgo: 5,
+                    at: "2025-05-01T11:59:55Z")),
+        ])
+
+    @Test func tableGolden() {
+        #expect(
+            StatusTable.render(Self.document) == """
+                webproxyd 1.2.3, pid 4321, 2025-05-01T12:00:00Z
+                RELAY  LISTEN          STATE  CARRIER          STREAMS  REFUSED       UP     DOWN  SESSIONS  RECONNECTS
+                home   127.0.0.1:8443  up     websocket-lanes       12        0  1.5 KiB  3.0 MiB         2           1
+                work   [::1]:8444      down   -                      0        3      0 B      0 B         0           4
+                home: last error carrier-lost, 12 min ago (2025-05-01T11:47:26Z): the session WebSocket was lost
+                work: last error unreachable, 5 s ago (2025-05-01T11:59:55Z): no response from the relay
+
+                """)
+    }
+
+    @Test func noRelays() {
+        var document = Self.document
+        document.relays = []
+        #expect(StatusTable.render(document) == "webproxyd 1.2.3, pid 4321, 2025-05-01T12:00:00Z\nno relays\n")
+    }
+
+    @Test func jsonRoundTripsWithSnakeCaseKeys() throws {
+        let bytes = Self.document.encoded()
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains("\"refused_connections\" : 3"))
+        #expect(text.contains("\"seconds_ago\" : 754"))
+        #expect(text.contains("\"generated_at\" : \"2025-05-01T12:00:00Z\""))
+        #expect(text.hasSuffix("}\n"))
+        #expect(try StatusDocument(decoding: bytes) == Self.document)
+    }
+
+    @Test(arguments: [(0, "0 s ago"), (119, "119 s ago"), (120, "2 min ago"), (7199, "119 min ago"), (7200, "2 h ago"), (172_800, "2 d ago")])
+    func ago(seconds: Int, text: String) {
+        #expect(StatusTable.ago(seconds) == text)
+    }
+
+    @Test(arguments: [(Int64(0), "1970-01-01T00:00:00Z"), (1_746_100_800, "2025-05-01T12:00:00Z"), (951_782_400, "2000-02-29T00:00:00Z")])
+    func rfc3339(seconds: Int64, text: String) {
+        #expect(RFC3339Time.format(epochSeconds: seconds) == text)
+    }
+}

@@ -1,0 +1,139 @@
+import Testing
+import WebProxyCore
+
+@testable import WebProxyDaemon
+
+@Suite struct PrometheusTextTests {
+    static func snapshot(name: String, state: RelayStatusEntry.State, counters: RelayCounters) -> RelaySnapshot {
+        RelaySnapshot(
+            status: RelayStatusEntry(
+                name: name, listen: "127.0.0.1:8443", state: state, carrier: state == .up ? "https" : nil, streams: 3,
+                refusedConnections: 2, bytesUp: 100, bytesDown: 2000, sessionsEstablished: counters.sessionsEstablished,
+                reconnects: counters.reconnects, lastError: nil),
+            counters: counters)
+    }
+
+    @Test func exactExposition() {
+        var home = RelayCounters()
+        home.sessionsEstablished = 2
+        home.reconnects = 1
+        home.recordFailure(SessionFailure(.unreachable, "x"), monotonic: .seconds(1), wallClockSeconds: 0)
+        home.recordFailure(SessionFailure(.carrierLost, "y"), monotonic: .seconds(2), wallClockSeconds: 0)
+        home.recordFailure(SessionFailure(.unreachable, "z"), monotonic: .seconds(3), wallClockSeconds: 0)
+        home.recordRequest(carrier: nil, duration: .milliseconds(40))
+        home.recordRequest(carrier: nil, duration: .milliseconds(300))
+        home.recordRequest(carrier: .https, duration: .seconds(25))
+        home.recordRequest(carrier: .https, duration: .seconds(31))
+        let work = RelayCounters()
+        let text = PrometheusText.render(
+            version: "1.2.3",
+            relays: [
+                Self.snapshot(name: "home", state: .up, counters: home),
+                Self.snapshot(name: "work", state: .down, counters: work),
+            ])
+        #expect(
+            text == """
+                # HELP webproxyd_build_info The running webproxyd version.
+                # TYPE webproxyd_build_info gauge
+                webproxyd_build_info{version="1.2.3"} 1
+                # HELP webproxyd_sessions_established_total Relay sessions that came up.
+                # TYPE webproxyd_sessions_established_total counter
+                webproxyd_sessions_established_total{relay="home"} 2
+                webproxyd_sessions_established_total{relay="work"} 0
+                # HELP webproxyd_session_up 1 while a relay session is up.
+                # TYPE webproxyd_session_up gauge
+                webproxyd_session_up{relay="home"} 1
+                webproxyd_session_up{relay="work"} 0
+                # HELP webproxyd_streams Local connections open now.
+                # TYPE webproxyd_streams gauge
+                webproxyd_streams{relay="home"} 3
+                webproxyd_streams{relay="work"} 3
+                # HELP webproxyd_connections_refused_total Local connections closed without reaching the relay (stream limit or no session in time).
+                # TYPE webproxyd_connections_refused_total counter
+                webproxyd_connections_refused_total{relay="home"} 2
+                webproxyd_connections_refused_total{relay="work"} 2
+                # HELP webproxyd_reconnects_total Session builds started after a failure or a lost session.
+                # TYPE webproxyd_reconnects_total counter
+                webproxyd_reconnects_total{relay="home"} 1
+                webproxyd_reconnects_total{relay="work"} 0
+                # HELP webproxyd_bytes_total Payload bytes carried: up from local clients, down to them.
+                # TYPE webproxyd_bytes_total counter
+                webproxyd_bytes_total{relay="home",direction="up"} 100
+                webproxyd_bytes_total{relay="home",direction="down"} 2000
+                webproxyd_bytes_total{relay="work",direction="up"} 100
+                webproxyd_bytes_total{relay="work",direction="down"} 2000
+                # HELP webproxyd_errors_total Session failures by class.
+                # TYPE webproxyd_errors_total counter
+                webproxyd_errors_total{relay="home",class="carrier-lost"} 1
+                webproxyd_errors_total{relay="home",class="unreachable"} 2
+                # HELP webproxyd_carrier_request_seconds Time from sending a relay HTTP request to its answer (long polls included).
+                # TYPE webproxyd_carrier_request_seconds histogram
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="0.05"} 1
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="0.1"} 1
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="0.25"} 1
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="0.5"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="1"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="2.5"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="5"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="10"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="30"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="+Inf"} 2
+                webproxyd_carrier_request_seconds_sum{relay="home",carrier="bootstrap"} 0.34
+                webproxyd_carrier_request_seconds_count{relay="home",carrier="bootstrap"} 2
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="0.05"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="0.1"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="0.25"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="0.5"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="1"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="2.5"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="5"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="10"} 0
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="30"} 1
+                webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="+Inf"} 2
+                webproxyd_carrier_request_seconds_sum{relay="home",carrier="https"} 56
+                webproxyd_carrier_request_seconds_count{relay="home",carrier="https"} 2
+
+                """)
+    }
+
+    @Test func labelValuesAreEscaped() {
+        #expect(PrometheusText.escape(#"a"b\c"# + "\nd") == #"a\"b\\c\nd"#)
+    }
+
+    @Test func aBoundaryValueFallsInItsOwnBucket() {
+        var histogram = LatencyHistogram()
+        histogram.observe(.milliseconds(100))
+        #expect(histogram.cumulativeCounts == [0, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    }
+}
+
+@Suite struct MetricsRequestTests {
+    static let get = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9100\r\nAccept: */*\r\n\r\n".utf8)
+
+    @Test func everySplitPointWaitsForTheWholeHead() {
+        for split in 0..<Self.get.count {
+            #expect(MetricsRequest.judge(Array(Self.get[..<split])) == nil, "split at \(split)")
+        }
+        #expect(MetricsRequest.judge(Self.get) == .metrics)
+    }
+
+    @Test(arguments: [
+        ("GET /metrics?x=1 HTTP/1.0\r\n\r\n", MetricsRequest.metrics),
+        ("GET / HTTP/1.1\r\n\r\n", .notFound),
+        ("GET /metricsx HTTP/1.1\r\n\r\n", .notFound),
+        ("POST /metrics HTTP/1.1\r\n\r\n", .methodNotAllowed),
+        ("HEAD /metrics HTTP/1.1\r\n\r\n", .methodNotAllowed),
+        ("GET /metrics\r\n\r\n", .badRequest),
+        ("GET /metrics HTTP/2.0\r\n\r\n", .badRequest),
+        ("GET  /metrics HTTP/1.1\r\n\r\n", .badRequest),
+    ])
+    func judgement(request: String, expected: MetricsRequest) {
+        #expect(MetricsRequest.judge(Array(request.utf8)) == expected)
+    }
+
+    @Test func anEndlessHeadIsRefusedAtTheBound() {
+        let endless = Array("GET /metrics HTTP/1.1\r\nX: ".utf8) + [UInt8](repeating: 0x61, count: 8 << 10)
+        #expect(MetricsRequest.judge(Array(endless.prefix(8 << 10 - 1))) == nil)
+        #expect(MetricsRequest.judge(Array(endless.prefix(8 << 10))) == .headTooLarge)
+    }
+}
