@@ -23,6 +23,7 @@ public enum CommandLineTool {
           run                  Serve the relays of a configuration file, or one relay given by flags.
           check-config         Check a configuration file and report every problem.
           link                 Print the tg://proxy link Telegram should use for each relay.
+          demo                 Run the daemon against an in-process test relay and measure every carrier.
           help                 Show this help.
           version              Print the version.
 
