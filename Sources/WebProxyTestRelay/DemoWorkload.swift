@@ -51,7 +51,9 @@ public struct DemoWorkload: Sendable {
 
     // MARK: Round trips
 
-    private static func pingPong(port: UInt16, roundTrips: Int, stallLimit: Duration) throws(DemoFailure) -> [Duration] {
+    private static func pingPong(
+        port: UInt16, roundTrips: Int, stallLimit: Duration
+    ) throws(DemoFailure) -> [Duration] {
         let connection = try DemoConnection(port: port, sendTimeout: stallLimit, receiveTimeout: stallLimit)
         var payload = DemoPayload(seed: 0x726F_756E_6474_7269)
         var message = [UInt8](repeating: 0, count: messageBytes)
@@ -71,7 +73,8 @@ public struct DemoWorkload: Sendable {
                     connection.receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
                 }
                 guard case .bytes(let count) = outcome else {
-                    throw DemoFailure("round trip \(index): \(describe(outcome)) after \(filled) of \(messageBytes) bytes")
+                    throw DemoFailure(
+                        "round trip \(index): \(describe(outcome)) after \(filled) of \(messageBytes) bytes")
                 }
                 filled += count
             }

@@ -22,8 +22,8 @@ enum DemoCommand {
         carrier fails.
 
         OPTIONS:
-          --bytes SIZE       Bulk echo per carrier, over \(defaultConnections) connections (default 32M; K, M, G mean KiB, MiB, GiB).
-          --seconds S        End a carrier's bulk echo after S seconds even if SIZE was not reached (default 3).
+          --bytes SIZE       Bulk echo per carrier over \(defaultConnections) connections (default 128M; K/M/G = KiB/MiB/GiB).
+          --seconds S        End a carrier's bulk echo after S seconds, SIZE reached or not (default 3).
           --round-trips N    \(DemoWorkload.messageBytes)-byte round trips per carrier (default 200).
           --carrier NAME     Run one carrier: \(CarrierMode.allCases.map(\.rawValue).joined(separator: ", ")).
           --help             Show this help.
@@ -32,7 +32,9 @@ enum DemoCommand {
     static let defaultConnections = 4
 
     /// Runs the demo and returns the process exit status.
-    static func run(arguments: [String], output: TextSink = .standardOutput, errors: TextSink = .standardError) -> Int32 {
+    static func run(
+        arguments: [String], output: TextSink = .standardOutput, errors: TextSink = .standardError
+    ) -> Int32 {
         if arguments.contains("--help") || arguments.contains("-h") {
             output.write(help + "\n")
             return CommandLineTool.ExitCode.success
@@ -57,7 +59,8 @@ enum DemoCommand {
         let environment = try DemoEnvironment.start()
         defer { environment.stop() }
         let log = MemoryLogBackend()
-        let daemon = try startDaemon(for: profiles, relayPort: environment.relayPort, caPEM: environment.caPEM, log: log)
+        let daemon = try startDaemon(
+            for: profiles, relayPort: environment.relayPort, caPEM: environment.caPEM, log: log)
         let listeners = daemon.listenAddresses()
         let workload = DemoWorkload(
             bulkBytes: options.bulkBytes, connections: defaultConnections, bulkTimeLimit: options.bulkTimeLimit,
@@ -87,7 +90,8 @@ enum DemoCommand {
             }
             return CommandLineTool.ExitCode.failure
         }
-        output.write("Every byte came back unchanged through \(profiles.count == 1 ? "the carrier" : "all \(profiles.count) carriers").\n")
+        let carriers = profiles.count == 1 ? "the carrier" : "all \(profiles.count) carriers"
+        output.write("Every byte came back unchanged through \(carriers).\n")
         return CommandLineTool.ExitCode.success
     }
 

@@ -3,7 +3,7 @@ import WebProxyTestRelay
 
 /// The options of `webproxyd demo`, parsed from `--name VALUE` or `--name=VALUE`.
 struct DemoOptions: Equatable {
-    var bulkBytes = 32 << 20
+    var bulkBytes = 128 << 20
     var bulkTimeLimit: Duration = .seconds(3)
     var roundTrips = 200
     /// Run this carrier only (nil: all four).

@@ -14,8 +14,9 @@ enum DemoTable {
             The backend echoes, so up and down are not measured apart: echo MiB/s is payload per
             second that went up and came back. Every byte is checked (hash per bulk stream).
 
-            carrier            echoed   echo MiB/s   round trip p50   p95
-            \(String(repeating: "-", count: 70))
+            \(pad("carrier", 16))\(leftPad("echoed", 11))  \(leftPad("echo MiB/s", 11))\
+            \(leftPad("round trip p50", 17))\(leftPad("p95", 10))
+            \(String(repeating: "-", count: 67))
 
             """
     }
@@ -25,9 +26,9 @@ enum DemoTable {
         if let failure = report.failure {
             return "\(name)  FAILED: \(failure)\n"
         }
-        let echoed = leftPad(format(Double(report.echoedBytes) / 1_048_576, decimals: 1) + " MiB", 9)
+        let echoed = leftPad(format(Double(report.echoedBytes) / 1_048_576, decimals: 1) + " MiB", 11)
         let rate = leftPad(format(report.echoMiBPerSecond, decimals: 1), 11)
-        let p50 = leftPad(micros(report.roundTrip(percentile: 50)), 16)
+        let p50 = leftPad(micros(report.roundTrip(percentile: 50)), 17)
         let p95 = leftPad(micros(report.roundTrip(percentile: 95)), 10)
         return "\(name)\(echoed)  \(rate)\(p50)\(p95)\n"
     }
