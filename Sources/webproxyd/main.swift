@@ -4,14 +4,17 @@ import Glibc
 import WebProxyDaemon
 import WebProxyNet
 
-// Before any thread starts: SIGPIPE ignored, and SIGTERM/SIGINT/SIGHUP blocked so that every
-// thread inherits the mask and the signals wait for the event loop's signalfd.
+let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     try ProcessSignal.ignoreBrokenPipes()
+    // The demo watches no signals, so it keeps the default SIGINT/SIGTERM (Ctrl-C ends it).
+    if arguments.first == "demo" { exit(DemoCommand.run(arguments: Array(arguments.dropFirst()))) }
+    // Before any thread starts: SIGTERM/SIGINT/SIGHUP blocked so that every thread inherits
+    // the mask and the signals wait for the event loop's signalfd.
     try ProcessSignal.prepareProcess()
 } catch {
     let message = Array("webproxyd: cannot prepare signal handling: \(error)\n".utf8)
     _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     exit(1)
 }
-exit(CommandLineTool.run(arguments: Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool.run(arguments: arguments))

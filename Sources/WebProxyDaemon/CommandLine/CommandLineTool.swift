@@ -25,6 +25,7 @@ public enum CommandLineTool {
           link                 Print the tg://proxy link Telegram should use for each relay.
           status               Show the running daemon's relays (--json for the JSON document).
           check                Diagnose a relay stage by stage (exit 10–16 names the failed stage).
+          demo                 Run the daemon against an in-process test relay and measure every carrier.
           help                 Show this help.
           version              Print the version.
 

@@ -311,6 +311,10 @@ final class RelayService {
             guard let endpoint = sockets[id]?.endpoint else { return }
             do {
                 try endpoint.send(message)
+                // The driver counts every message as buffered; the endpoint only reports a
+                // drain after its queue passed the high watermark, so say now what the
+                // kernel took at once (else the count only grows and the socket stalls).
+                work.append(.event(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount)))
             } catch {
                 logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
                 endpoint.abort()

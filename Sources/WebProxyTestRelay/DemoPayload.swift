@@ -1,0 +1,28 @@
+/// The demo's pseudo-random payload: SplitMix64 output, so every stream carries distinct,
+/// incompressible-looking bytes without a random source.
+struct DemoPayload {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// Overwrites `buffer` with the next bytes of the stream.
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        var offset = 0
+        while offset < buffer.count {
+            let word = next().littleEndian
+            let count = min(8, buffer.count - offset)
+            withUnsafeBytes(of: word) { bytes in
+                for index in 0..<count { buffer[offset + index] = bytes[index] }
+            }
+            offset += count
+        }
+    }
+
+    private mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
