@@ -33,6 +33,10 @@ let package = Package(
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet"]),
         .executableTarget(
             name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay"]),
+        // The test relay as a process, for end-to-end runs with outside clients (Telethon).
+        .executableTarget(
+            name: "webproxyd-testrelay",
+            dependencies: ["WebProxyTestRelay", "WebProxyNet", "WebProxyCore"]),
 
         .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore"]),
         .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),
