@@ -20,9 +20,9 @@ public enum TLSConfiguration {
         public var spkiPins: [String]
         /// ALPN protocols offered, most preferred first.
         public var alpnProtocols: [String]
-        /// Turns off chain, date and hostname verification. For tests and demos against a
-        /// throwaway certificate only: `webproxyd run` refuses a configuration with this set
-        /// unless an explicit command-line flag asks for it, and it cannot be combined with pins.
+        /// Turns off chain, date and hostname verification. For tests against a throwaway
+        /// certificate only: no configuration key or command-line flag of the daemon sets it
+        /// (relays use `ca-file` for a private CA), and it cannot be combined with pins.
         public var insecureSkipVerificationForTesting: Bool
 
         /// Creates client settings; by default the system store, no pins, ALPN `http/1.1`.

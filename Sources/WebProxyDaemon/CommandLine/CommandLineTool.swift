@@ -113,7 +113,10 @@ public enum CommandLineTool {
         case "check":
             return CheckCommand.run(rest, output: output, errors: errors, environment: environment)
         default:
-            errors.write("webproxyd: unknown subcommand '\(first)'\n\n" + usage + "\n")
+            // Only a word is echoed: a link or secret typed in place of a subcommand is not.
+            let isWord = first.count <= 32 && first.utf8.allSatisfy { (0x61...0x7A).contains($0) || $0 == 0x2D }
+            let shown = isWord ? "'\(first)'" : "(not shown: it may hold a secret)"
+            errors.write("webproxyd: unknown subcommand \(shown)\n\n" + usage + "\n")
             return ExitCode.usage
         }
         if rest.contains("--help") || rest.contains("-h") {
@@ -201,8 +204,11 @@ public enum CommandLineTool {
                 value = String(argument[argument.index(after: equals)...])
             }
             guard allowed.contains(name) else {
+                // A stray argument is not echoed: it is often a link or secret given without --link.
                 throw UsageError(
-                    message: argument.hasPrefix("-") ? "unknown option '\(name)'" : "unexpected argument '\(argument)'")
+                    message: argument.hasPrefix("-")
+                        ? "unknown option '\(name)'"
+                        : "unexpected argument (not shown: it may hold a secret); a value follows its option, as in --link LINK")
             }
             if value == nil {
                 index += 1

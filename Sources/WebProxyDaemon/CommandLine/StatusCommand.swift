@@ -37,7 +37,9 @@ enum StatusCommand {
             case _ where argument.hasPrefix("--socket=") && socket == nil:
                 socket = String(argument.dropFirst("--socket=".count))
             default:
-                errors.write("webproxyd status: unexpected argument '\(argument)'\n\n\(help)\n")
+                // Not echoed whole: a stray argument may be a link or secret.
+                let shown = argument.hasPrefix("-") ? " '\(argument.prefix { $0 != "=" })'" : " (not shown: it may hold a secret)"
+                errors.write("webproxyd status: unexpected argument\(shown)\n\n\(help)\n")
                 return CommandLineTool.ExitCode.usage
             }
             index += 1

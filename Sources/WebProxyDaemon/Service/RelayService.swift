@@ -56,7 +56,7 @@ final class RelayService {
     /// Relay bytes written to local connections.
     private(set) var bytesDown = 0
     /// The class of the last session failure (`SessionFailure.Kind`).
-    private(set) var lastErrorClass: String?
+    var lastErrorClass: String? { counters.lastError?.errorClass }
     /// Sessions, rebuilds, failures and request durations, for `status` and the metrics.
     private(set) var counters = RelayCounters()
     /// A session build (bridge page, creation) is under way.
@@ -425,7 +425,6 @@ final class RelayService {
         let wasUp = state == .up
         if state != .stopping { state = .down }
         carrier = nil
-        lastErrorClass = failure.kind.rawValue
         building = false
         counters.recordFailure(
             SessionFailure(failure.kind, redactor.redacted(failure.message)), monotonic: loop.now - origin,

@@ -118,4 +118,24 @@ import Testing
         #expect(result.errors.hasPrefix("webproxyd \(arguments[0]): "))
         #expect(result.errors.contains("USAGE: webproxyd \(arguments[0])"))
     }
+
+    /// A link typed without `--link` is a usage error that does not print the link back
+    /// (under systemd, standard error goes to the journal).
+    @Test(arguments: ["run", "check", "check-config", "link", "status"])
+    func aStrayLinkIsNotEchoed(command: String) {
+        let secret = "8561944064fc730cbfa4473562d8ec59"
+        let result = run([command, "tg://webproxy?server=relay.example.org&secret=\(secret)"])
+        #expect(result.status == 64)
+        #expect(result.errors.hasPrefix("webproxyd \(command): unexpected argument (not shown: it may hold a secret)"))
+        #expect(!result.errors.contains(secret))
+    }
+
+    @Test func anUnknownSubcommandIsEchoedOnlyWhenItIsAWord() {
+        let typo = run(["rnu"])
+        #expect(typo.status == 64)
+        #expect(typo.errors.hasPrefix("webproxyd: unknown subcommand 'rnu'\n"))
+        let link = run(["tg://webproxy?server=relay.example.org&secret=8561944064fc730cbfa4473562d8ec59"])
+        #expect(link.status == 64)
+        #expect(link.errors.hasPrefix("webproxyd: unknown subcommand (not shown: it may hold a secret)\n"))
+    }
 }
