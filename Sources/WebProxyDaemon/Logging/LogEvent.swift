@@ -24,7 +24,8 @@ public struct LogEvent: Sendable, Hashable, CustomStringConvertible {
     /// The relay could not be reached (DNS, TCP, TLS or HTTP failure before a session).
     public static let relayUnreachable = LogEvent(
         "relay-unreachable", messageID: "888969b135064e5fa4e39d315f12897c")
-    /// The relay answered but refused us: wrong secret, host or base path.
+    /// The relay answered but gave us no session: wrong secret, host or base path, another
+    /// carrier than pinned, or a malformed answer to session creation.
     public static let relayRejected = LogEvent("relay-rejected", messageID: "71364fc5a43846c29fed35c3bea46453")
 
     /// The events that carry a message id, for documentation and tests.

@@ -433,7 +433,8 @@ final class RelayService {
             switch failure.kind {
             case .notARelay, .refused, .carrierModeMismatch: wasUp ? .sessionLost : .relayRejected
             case .unreachable: wasUp ? .sessionLost : .relayUnreachable
-            default: .sessionLost
+            // Anything else before a session was up is the relay refusing to give us one.
+            default: wasUp ? .sessionLost : .relayRejected
             }
         logger.warning(
             failure.message, LogFields(event: event, stage: wasUp ? "carrier" : "bootstrap", error: failure.kind.rawValue))
