@@ -248,6 +248,10 @@ final class RelayService {
             guard let endpoint = sockets[id]?.endpoint else { return }
             do {
                 try endpoint.send(message)
+                // The endpoint reports a drain only after it was full; tell the session what
+                // the kernel already took, or its count of buffered bytes only ever grows and
+                // the uplink stops for good after `batchLimit` bytes in all.
+                work.append(.event(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount)))
             } catch {
                 logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
                 endpoint.abort()
