@@ -32,6 +32,10 @@ public final class TestRelayServer: @unchecked Sendable {
     private var pendingEvents: [(inout RelayEngine, RelayInstant) -> [RelayAction]] = []
     private var running = false
     private var stopped = false
+    /// Responses to drop after the engine applied their request, by request path suffix.
+    private var appliedResponseDrops: [String: Int] = [:]
+    /// The request path of each HTTP connection awaiting an answer, while drops are armed.
+    private var requestPaths: [RelayConnectionID: String] = [:]
 
     /// One backend connection: dialing (writes and pauses remembered) or open.
     private final class BackendLink {
@@ -111,6 +115,7 @@ public final class TestRelayServer: @unchecked Sendable {
         backendIDs = [:]
         responders = [:]
         webSocketKeys = [:]
+        requestPaths = [:]
         pendingEvents = []
     }
 
@@ -124,6 +129,19 @@ public final class TestRelayServer: @unchecked Sendable {
 
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
+
+    /// TLS handshakes with clients that failed (loop thread).
+    public var failedHandshakeCount: Int { http?.failedHandshakes ?? 0 }
+
+    /// Armed response drops not yet used, by path suffix (loop thread).
+    public var pendingAppliedResponseDrops: [String: Int] { appliedResponseDrops }
+
+    /// From any thread: the next `count` API requests whose path ends with `pathSuffix`
+    /// (such as "/up" or "/down") are applied by the engine, then their connection is reset
+    /// instead of answered — `dropResponses` aimed at one endpoint.
+    public func dropAppliedResponses(_ count: Int, pathSuffix: String) {
+        loop.execute { [self] in appliedResponseDrops[pathSuffix, default: 0] += count }
+    }
 
     /// Changes the faults from any thread (applied on the loop).
     public func updateFaults(_ change: @escaping @Sendable (inout RelayFaults) -> Void) {
@@ -174,9 +192,11 @@ public final class TestRelayServer: @unchecked Sendable {
         nextConnection += 1
         responders[id] = responder
         if let key = request.head.headers.first("Sec-WebSocket-Key") { webSocketKeys[id] = key }
+        if !appliedResponseDrops.isEmpty { requestPaths[id] = request.head.target }
         responder.onConnectionClosed = { [weak self] in
             guard let self, responders.removeValue(forKey: id) != nil else { return }
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
         }
         let relayRequest = RelayRequest(
@@ -210,6 +230,10 @@ public final class TestRelayServer: @unchecked Sendable {
             guard let responder = responders.removeValue(forKey: id) else { return }
             webSocketKeys[id] = nil
             responder.onConnectionClosed = nil
+            if takeAppliedResponseDrop(id) {
+                responder.abortConnection()
+                return
+            }
             let delay = engine.faults.responseDelay
             if delay > .zero {
                 loop.scheduleTimer(after: delay) { Self.write(response, to: responder) }
@@ -222,6 +246,7 @@ public final class TestRelayServer: @unchecked Sendable {
             acceptWebSocket(id, response)
         case .resetConnection(let id):
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             if let responder = responders.removeValue(forKey: id) {
                 responder.abortConnection()
             } else if let endpoint = forgetSocket(id) {
@@ -242,6 +267,7 @@ public final class TestRelayServer: @unchecked Sendable {
             forgetSocket(id)?.close(code: WebSocketCloseCode(rawValue: code))
         case .dropConnection(let id):
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             if let responder = responders.removeValue(forKey: id) {
                 responder.dropConnection()
             } else if let endpoint = forgetSocket(id) {
@@ -269,6 +295,16 @@ public final class TestRelayServer: @unchecked Sendable {
         }
     }
 
+    /// Whether the answer on `id` is one of the armed drops (and uses it up).
+    private func takeAppliedResponseDrop(_ id: RelayConnectionID) -> Bool {
+        guard let path = requestPaths.removeValue(forKey: id),
+            let suffix = appliedResponseDrops.keys.first(where: { path.hasSuffix($0) }),
+            let left = appliedResponseDrops[suffix]
+        else { return false }
+        appliedResponseDrops[suffix] = left > 1 ? left - 1 : nil
+        return true
+    }
+
     private static func write(_ response: RelayResponse, to responder: HTTPResponder) {
         let head = HTTPResponseHead(
             status: response.status, reason: response.reason,
@@ -282,6 +318,7 @@ public final class TestRelayServer: @unchecked Sendable {
     private func acceptWebSocket(_ id: RelayConnectionID, _ response: RelayResponse) {
         guard let responder = responders.removeValue(forKey: id) else { return }
         responder.onConnectionClosed = nil
+        requestPaths[id] = nil
         guard let key = webSocketKeys.removeValue(forKey: id) else {
             responder.abortConnection()
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
