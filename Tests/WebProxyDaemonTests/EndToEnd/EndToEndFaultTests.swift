@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
+import Synchronization
 import Testing
 import WebProxyCore
 import WebProxyNet
@@ -36,6 +38,19 @@ import WebProxyTestRelay
     /// Echo bytes counted by the relay's backend so far.
     static func echoedBytes(_ harness: RelayServerHarness) async throws -> Int {
         try await onRelayLoop(harness.loop) { done in done(.success(harness.echo?.echoedByteCount ?? -1)) }
+    }
+
+    /// Echo bytes counted by the relay's backend so far, read on its loop from a blocking caller
+    /// (the loop thread does the work, so no pool thread waits for the pool); -1 on timeout.
+    static func echoedBytesNow(_ harness: RelayServerHarness) -> Int {
+        let count = Mutex<Int>(-1)
+        let done = DispatchSemaphore(value: 0)
+        harness.loop.execute {
+            count.withLock { $0 = harness.echo?.echoedByteCount ?? -1 }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 5) == .success else { return -1 }
+        return count.withLock { $0 }
     }
 
     /// Connects new clients until one echoes `payload` intact (the daemon serves again);
