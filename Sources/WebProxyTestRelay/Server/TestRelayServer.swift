@@ -130,6 +130,10 @@ public final class TestRelayServer: @unchecked Sendable {
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
 
+    /// DATA payload bytes that arrived from clients in `/up` bodies and WebSocket messages,
+    /// counted before the engine applies them (replayed bodies count again; loop thread).
+    public private(set) var uplinkDataBytes = 0
+
     /// TLS handshakes with clients that failed (loop thread).
     public var failedHandshakeCount: Int { http?.failedHandshakes ?? 0 }
 
@@ -199,6 +203,7 @@ public final class TestRelayServer: @unchecked Sendable {
             requestPaths[id] = nil
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
         }
+        if request.head.method == "POST", request.head.target.hasSuffix("/up") { countUplinkData(request.body) }
         let relayRequest = RelayRequest(
             method: request.head.method, rawTarget: request.head.target,
             headers: request.head.headers.map { (name: $0.name, value: $0.value) },
@@ -292,6 +297,16 @@ public final class TestRelayServer: @unchecked Sendable {
                 backendIDs[ObjectIdentifier(connection)] = nil
                 connection.close()
             }
+        }
+    }
+
+    /// Adds the DATA payload bytes of a client batch to `uplinkDataBytes` (malformed batches
+    /// count up to the damage; the engine judges them).
+    private func countUplinkData(_ batch: [UInt8]) {
+        var decoder = FrameDecoder(direction: .clientToRelay)
+        decoder.append(batch)
+        while let frame = try? decoder.nextFrame() {
+            if case .data(_, let payload) = frame { uplinkDataBytes += payload.count }
         }
     }
 
@@ -432,6 +447,7 @@ private final class ServerBox {
 extension TestRelayServer: WebSocketEndpointDelegate {
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8]) {
         guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
+        countUplinkData(message)
         dispatch { engine, now in engine.webSocketReceived(.binary(message), connection: id, now: now) }
     }
 

@@ -40,13 +40,24 @@ import WebProxyTestRelay
         try await onRelayLoop(harness.loop) { done in done(.success(harness.echo?.echoedByteCount ?? -1)) }
     }
 
-    /// Echo bytes counted by the relay's backend so far, read on its loop from a blocking caller
-    /// (the loop thread does the work, so no pool thread waits for the pool); -1 on timeout.
+    /// Echo bytes counted by the relay's backend so far, read from a blocking caller (-1 on
+    /// timeout).
     static func echoedBytesNow(_ harness: RelayServerHarness) -> Int {
+        onRelayLoopNow(harness) { harness.echo?.echoedByteCount ?? -1 }
+    }
+
+    /// DATA bytes the relay received from the daemon so far, read from a blocking caller.
+    static func relayUplinkBytesNow(_ harness: RelayServerHarness) -> Int {
+        onRelayLoopNow(harness) { harness.relay?.uplinkDataBytes ?? -1 }
+    }
+
+    /// Reads a count on the relay's loop and waits for it (the loop thread does the work, so
+    /// no pool thread waits for the pool); -1 when the loop does not answer within 5 s.
+    private static func onRelayLoopNow(_ harness: RelayServerHarness, _ read: @escaping @Sendable () -> Int) -> Int {
         let count = Mutex<Int>(-1)
         let done = DispatchSemaphore(value: 0)
         harness.loop.execute {
-            count.withLock { $0 = harness.echo?.echoedByteCount ?? -1 }
+            count.withLock { $0 = read() }
             done.signal()
         }
         guard done.wait(timeout: .now() + 5) == .success else { return -1 }

@@ -29,7 +29,7 @@ final class EndToEndRig: @unchecked Sendable {
     init(
         mode: CarrierMode, settings: SessionSettings? = nil, limits: RelayLimits = RelayLimits(),
         drainLimit: Duration = .seconds(2), harness existing: RelayServerHarness? = nil,
-        configure: (inout RelayConfiguration) -> Void = { _ in }
+        configure: (inout RelayConfiguration) throws -> Void = { _ in }
     ) async throws {
         self.mode = mode
         let harness: RelayServerHarness
@@ -44,7 +44,7 @@ final class EndToEndRig: @unchecked Sendable {
         var relay = try RelayConfiguration(
             quickLink: Self.link, listen: "127.0.0.1:\(listenPort)", caFile: caPath,
             connectTo: "127.0.0.1:\(harness.port)")
-        configure(&relay)
+        try configure(&relay)
         self.relay = relay
         log = MemoryLogBackend()
         daemon = try Daemon(
