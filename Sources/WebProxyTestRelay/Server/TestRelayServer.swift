@@ -23,6 +23,9 @@ public final class TestRelayServer: @unchecked Sendable {
     private var webSocketKeys: [RelayConnectionID: String] = [:]
     private var sockets: [RelayConnectionID: WebSocketEndpoint] = [:]
     private var socketIDs: [ObjectIdentifier: RelayConnectionID] = [:]
+    /// Messages waiting for a socket's send queue to drain, in order. The engine bounds them
+    /// (stream windows, pending budget), as a real relay's buffered transport is bounded.
+    private var socketBacklogs: [RelayConnectionID: [[UInt8]]] = [:]
     /// Endpoints we closed ourselves, kept alive until their close handshake ends.
     private var closingSockets: [ObjectIdentifier: WebSocketEndpoint] = [:]
     private var backendLinks: [BackendID: BackendLink] = [:]
@@ -106,6 +109,7 @@ public final class TestRelayServer: @unchecked Sendable {
         for endpoint in closingSockets.values { endpoint.abort() }
         sockets = [:]
         socketIDs = [:]
+        socketBacklogs = [:]
         closingSockets = [:]
         for link in backendLinks.values {
             link.attempt?.cancel()
@@ -258,12 +262,9 @@ public final class TestRelayServer: @unchecked Sendable {
                 endpoint.abort()
             }
         case .sendMessage(let id, let message):
-            guard let endpoint = sockets[id] else { return }
-            do { try endpoint.send(message) } catch {
-                // The send queue is full or the socket is closing: the client is lost.
-                forgetSocket(id)?.abort()
-                dispatch { engine, now in engine.connectionClosed(id, now: now) }
-            }
+            guard sockets[id] != nil else { return }
+            socketBacklogs[id, default: []].append(message)
+            flushBacklog(id)
         case .sendPing(let id):
             sockets[id]?.sendPing()
         case .sendPong:
@@ -357,9 +358,31 @@ public final class TestRelayServer: @unchecked Sendable {
         endpoint.delegate = self
     }
 
+    /// Sends what waits for `id` while its send queue takes it; a slow reader keeps the rest
+    /// until `webSocketDidDrain`. A socket that is closing has lost its client.
+    private func flushBacklog(_ id: RelayConnectionID) {
+        guard let endpoint = sockets[id] else {
+            socketBacklogs[id] = nil
+            return
+        }
+        while let next = socketBacklogs[id]?.first {
+            do {
+                try endpoint.send(next)
+            } catch {
+                if case .io(let failure) = error, failure.code == .writeBufferFull, endpoint.state == .open { return }
+                forgetSocket(id)?.abort()
+                dispatch { engine, now in engine.connectionClosed(id, now: now) }
+                return
+            }
+            socketBacklogs[id]?.removeFirst()
+        }
+        socketBacklogs[id] = nil
+    }
+
     /// Unbinds `id`'s endpoint (later events of it are ignored) and keeps it alive while closing.
     @discardableResult
     private func forgetSocket(_ id: RelayConnectionID) -> WebSocketEndpoint? {
+        socketBacklogs[id] = nil
         guard let endpoint = sockets.removeValue(forKey: id) else { return nil }
         socketIDs[ObjectIdentifier(endpoint)] = nil
         closingSockets[ObjectIdentifier(endpoint)] = endpoint
@@ -451,6 +474,11 @@ extension TestRelayServer: WebSocketEndpointDelegate {
         dispatch { engine, now in engine.webSocketReceived(.binary(message), connection: id, now: now) }
     }
 
+    public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
+        guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
+        flushBacklog(id)
+    }
+
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {
         guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
         dispatch { engine, now in engine.webSocketReceived(.pong, connection: id, now: now) }
@@ -461,6 +489,7 @@ extension TestRelayServer: WebSocketEndpointDelegate {
         closingSockets[key] = nil
         guard let id = socketIDs.removeValue(forKey: key) else { return }
         sockets[id] = nil
+        socketBacklogs[id] = nil
         let inbound: WebSocketInbound? =
             switch outcome {
             case .clean: .close
