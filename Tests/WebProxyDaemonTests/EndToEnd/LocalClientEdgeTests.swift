@@ -34,7 +34,7 @@ extension EndToEndFaultTests {
             #expect(outcome.closed, "over \(mode) the half-closed connection never ended")
             #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: payload), "over \(mode) the echo was altered")
             var atRelay = 0
-            let all = waitUntil(within: .seconds(5)) {
+            let all = waitUntil(within: .seconds(15)) {
                 atRelay = EndToEndFaultTests.relayUplinkBytesNow(rig.harness)
                 return atRelay >= payload.count
             }

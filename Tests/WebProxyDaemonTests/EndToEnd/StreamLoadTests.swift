@@ -106,6 +106,6 @@ extension EndToEndFaultTests {
             rig.expectNoCredentials()
         }
 
-        static let stalledSize = isDebug ? 32 << 20 : 96 << 20
+        static let stalledSize = isDebug ? 40 << 20 : 96 << 20
     }
 }
