@@ -384,9 +384,15 @@ final class RelayService {
                 counters.recordRequest(carrier: carrier, duration: loop.now - started)
                 handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))))
             case .failure(let error):
-                logger.debug(
-                    "\(request.method) failed (\(error.kind)) after \(loop.now - started)",
-                    LogFields(stage: "http", error: "\(error.kind)"))
+                // A connection that cannot be opened (name resolution, proxy, TLS trust) is
+                // the operator's to fix: say why at warning level. The description names the
+                // endpoint and the cause, never a request target, header or body.
+                let line = "\(request.method) failed after \(loop.now - started): \(error)"
+                if error.kind == .connectFailed {
+                    logger.warning(line, LogFields(stage: "http", error: "\(error.kind)"))
+                } else {
+                    logger.debug(line, LogFields(stage: "http", error: "\(error.kind)"))
+                }
                 handle(.httpFailed(id))
             }
         }

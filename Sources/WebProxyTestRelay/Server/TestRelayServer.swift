@@ -23,6 +23,9 @@ public final class TestRelayServer: @unchecked Sendable {
     private var webSocketKeys: [RelayConnectionID: String] = [:]
     private var sockets: [RelayConnectionID: WebSocketEndpoint] = [:]
     private var socketIDs: [ObjectIdentifier: RelayConnectionID] = [:]
+    /// Messages waiting for a socket's send queue to drain, in order. The engine bounds them
+    /// (stream windows, pending budget), as a real relay's buffered transport is bounded.
+    private var socketBacklogs: [RelayConnectionID: [[UInt8]]] = [:]
     /// Endpoints we closed ourselves, kept alive until their close handshake ends.
     private var closingSockets: [ObjectIdentifier: WebSocketEndpoint] = [:]
     private var backendLinks: [BackendID: BackendLink] = [:]
@@ -32,6 +35,10 @@ public final class TestRelayServer: @unchecked Sendable {
     private var pendingEvents: [(inout RelayEngine, RelayInstant) -> [RelayAction]] = []
     private var running = false
     private var stopped = false
+    /// Responses to drop after the engine applied their request, by request path suffix.
+    private var appliedResponseDrops: [String: Int] = [:]
+    /// The request path of each HTTP connection awaiting an answer, while drops are armed.
+    private var requestPaths: [RelayConnectionID: String] = [:]
 
     /// One backend connection: dialing (writes and pauses remembered) or open.
     private final class BackendLink {
@@ -102,6 +109,7 @@ public final class TestRelayServer: @unchecked Sendable {
         for endpoint in closingSockets.values { endpoint.abort() }
         sockets = [:]
         socketIDs = [:]
+        socketBacklogs = [:]
         closingSockets = [:]
         for link in backendLinks.values {
             link.attempt?.cancel()
@@ -111,6 +119,7 @@ public final class TestRelayServer: @unchecked Sendable {
         backendIDs = [:]
         responders = [:]
         webSocketKeys = [:]
+        requestPaths = [:]
         pendingEvents = []
     }
 
@@ -124,6 +133,23 @@ public final class TestRelayServer: @unchecked Sendable {
 
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
+
+    /// DATA payload bytes that arrived from clients in `/up` bodies and WebSocket messages,
+    /// counted before the engine applies them (replayed bodies count again; loop thread).
+    public private(set) var uplinkDataBytes = 0
+
+    /// TLS handshakes with clients that failed (loop thread).
+    public var failedHandshakeCount: Int { http?.failedHandshakes ?? 0 }
+
+    /// Armed response drops not yet used, by path suffix (loop thread).
+    public var pendingAppliedResponseDrops: [String: Int] { appliedResponseDrops }
+
+    /// From any thread: the next `count` API requests whose path ends with `pathSuffix`
+    /// (such as "/up" or "/down") are applied by the engine, then their connection is reset
+    /// instead of answered — `dropResponses` aimed at one endpoint.
+    public func dropAppliedResponses(_ count: Int, pathSuffix: String) {
+        loop.execute { [self] in appliedResponseDrops[pathSuffix, default: 0] += count }
+    }
 
     /// Changes the faults from any thread (applied on the loop).
     public func updateFaults(_ change: @escaping @Sendable (inout RelayFaults) -> Void) {
@@ -174,11 +200,14 @@ public final class TestRelayServer: @unchecked Sendable {
         nextConnection += 1
         responders[id] = responder
         if let key = request.head.headers.first("Sec-WebSocket-Key") { webSocketKeys[id] = key }
+        if !appliedResponseDrops.isEmpty { requestPaths[id] = request.head.target }
         responder.onConnectionClosed = { [weak self] in
             guard let self, responders.removeValue(forKey: id) != nil else { return }
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
         }
+        if request.head.method == "POST", request.head.target.hasSuffix("/up") { countUplinkData(request.body) }
         let relayRequest = RelayRequest(
             method: request.head.method, rawTarget: request.head.target,
             headers: request.head.headers.map { (name: $0.name, value: $0.value) },
@@ -210,6 +239,10 @@ public final class TestRelayServer: @unchecked Sendable {
             guard let responder = responders.removeValue(forKey: id) else { return }
             webSocketKeys[id] = nil
             responder.onConnectionClosed = nil
+            if takeAppliedResponseDrop(id) {
+                responder.abortConnection()
+                return
+            }
             let delay = engine.faults.responseDelay
             if delay > .zero {
                 loop.scheduleTimer(after: delay) { Self.write(response, to: responder) }
@@ -222,18 +255,16 @@ public final class TestRelayServer: @unchecked Sendable {
             acceptWebSocket(id, response)
         case .resetConnection(let id):
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             if let responder = responders.removeValue(forKey: id) {
                 responder.abortConnection()
             } else if let endpoint = forgetSocket(id) {
                 endpoint.abort()
             }
         case .sendMessage(let id, let message):
-            guard let endpoint = sockets[id] else { return }
-            do { try endpoint.send(message) } catch {
-                // The send queue is full or the socket is closing: the client is lost.
-                forgetSocket(id)?.abort()
-                dispatch { engine, now in engine.connectionClosed(id, now: now) }
-            }
+            guard sockets[id] != nil else { return }
+            socketBacklogs[id, default: []].append(message)
+            flushBacklog(id)
         case .sendPing(let id):
             sockets[id]?.sendPing()
         case .sendPong:
@@ -242,6 +273,7 @@ public final class TestRelayServer: @unchecked Sendable {
             forgetSocket(id)?.close(code: WebSocketCloseCode(rawValue: code))
         case .dropConnection(let id):
             webSocketKeys[id] = nil
+            requestPaths[id] = nil
             if let responder = responders.removeValue(forKey: id) {
                 responder.dropConnection()
             } else if let endpoint = forgetSocket(id) {
@@ -269,6 +301,26 @@ public final class TestRelayServer: @unchecked Sendable {
         }
     }
 
+    /// Adds the DATA payload bytes of a client batch to `uplinkDataBytes` (malformed batches
+    /// count up to the damage; the engine judges them).
+    private func countUplinkData(_ batch: [UInt8]) {
+        var decoder = FrameDecoder(direction: .clientToRelay)
+        decoder.append(batch)
+        while let frame = try? decoder.nextFrame() {
+            if case .data(_, let payload) = frame { uplinkDataBytes += payload.count }
+        }
+    }
+
+    /// Whether the answer on `id` is one of the armed drops (and uses it up).
+    private func takeAppliedResponseDrop(_ id: RelayConnectionID) -> Bool {
+        guard let path = requestPaths.removeValue(forKey: id),
+            let suffix = appliedResponseDrops.keys.first(where: { path.hasSuffix($0) }),
+            let left = appliedResponseDrops[suffix]
+        else { return false }
+        appliedResponseDrops[suffix] = left > 1 ? left - 1 : nil
+        return true
+    }
+
     private static func write(_ response: RelayResponse, to responder: HTTPResponder) {
         let head = HTTPResponseHead(
             status: response.status, reason: response.reason,
@@ -282,6 +334,7 @@ public final class TestRelayServer: @unchecked Sendable {
     private func acceptWebSocket(_ id: RelayConnectionID, _ response: RelayResponse) {
         guard let responder = responders.removeValue(forKey: id) else { return }
         responder.onConnectionClosed = nil
+        requestPaths[id] = nil
         guard let key = webSocketKeys.removeValue(forKey: id) else {
             responder.abortConnection()
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
@@ -305,9 +358,31 @@ public final class TestRelayServer: @unchecked Sendable {
         endpoint.delegate = self
     }
 
+    /// Sends what waits for `id` while its send queue takes it; a slow reader keeps the rest
+    /// until `webSocketDidDrain`. A socket that is closing has lost its client.
+    private func flushBacklog(_ id: RelayConnectionID) {
+        guard let endpoint = sockets[id] else {
+            socketBacklogs[id] = nil
+            return
+        }
+        while let next = socketBacklogs[id]?.first {
+            do {
+                try endpoint.send(next)
+            } catch {
+                if case .io(let failure) = error, failure.code == .writeBufferFull, endpoint.state == .open { return }
+                forgetSocket(id)?.abort()
+                dispatch { engine, now in engine.connectionClosed(id, now: now) }
+                return
+            }
+            socketBacklogs[id]?.removeFirst()
+        }
+        socketBacklogs[id] = nil
+    }
+
     /// Unbinds `id`'s endpoint (later events of it are ignored) and keeps it alive while closing.
     @discardableResult
     private func forgetSocket(_ id: RelayConnectionID) -> WebSocketEndpoint? {
+        socketBacklogs[id] = nil
         guard let endpoint = sockets.removeValue(forKey: id) else { return nil }
         socketIDs[ObjectIdentifier(endpoint)] = nil
         closingSockets[ObjectIdentifier(endpoint)] = endpoint
@@ -395,7 +470,13 @@ private final class ServerBox {
 extension TestRelayServer: WebSocketEndpointDelegate {
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8]) {
         guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
+        countUplinkData(message)
         dispatch { engine, now in engine.webSocketReceived(.binary(message), connection: id, now: now) }
+    }
+
+    public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
+        guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
+        flushBacklog(id)
     }
 
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {
@@ -408,6 +489,7 @@ extension TestRelayServer: WebSocketEndpointDelegate {
         closingSockets[key] = nil
         guard let id = socketIDs.removeValue(forKey: key) else { return }
         sockets[id] = nil
+        socketBacklogs[id] = nil
         let inbound: WebSocketInbound? =
             switch outcome {
             case .clean: .close

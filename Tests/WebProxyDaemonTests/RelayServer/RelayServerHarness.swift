@@ -48,8 +48,11 @@ final class RelayServerHarness: @unchecked Sendable {
     private(set) var client: HTTPClient?
     private(set) var port: UInt16 = 0
 
-    /// `deadBackend`: profile 0's backend is a closed port (dials are refused).
-    init(mode: CarrierMode, limits: RelayLimits = RelayLimits(), deadBackend: Bool = false) async throws {
+    /// `deadBackend`: profile 0's backend is a closed port (dials are refused). `port`: the
+    /// relay's loopback port (0: the kernel picks one).
+    init(
+        mode: CarrierMode, limits: RelayLimits = RelayLimits(), deadBackend: Bool = false, port listenPort: UInt16 = 0
+    ) async throws {
         loop = try EventLoop(name: "relay-server-test")
         resolver = try Resolver()
         let authority = try TestCertificateAuthority()
@@ -73,7 +76,7 @@ final class RelayServerHarness: @unchecked Sendable {
                     closed.stop()
                 }
                 let relay = try TestRelayServer.start(
-                    on: loop, listen: .loopbackIPv4(port: 0), configuration: configuration,
+                    on: loop, listen: .loopbackIPv4(port: listenPort), configuration: configuration,
                     backends: [backend], tls: serverContext)
                 self.echo = echo
                 self.relay = relay
