@@ -1,10 +1,13 @@
 import Glibc
 
-/// An IPv4 or IPv6 address with a port: what a socket binds, connects or accepts.
+/// An IPv4 or IPv6 address with a port, or a unix-domain socket path: what a socket binds,
+/// connects or accepts.
 public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     /// The address family.
     public enum Family: Hashable, Sendable {
         case ipv4, ipv6
+        /// A unix-domain stream socket (no IP address, port 0).
+        case unix
     }
 
     fileprivate enum Host: Hashable, Sendable {
@@ -12,10 +15,12 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         case v4(UInt32)
         /// `in6_addr` bytes as two memory-order words, plus the scope id of link-local addresses.
         case v6(UInt64, UInt64, scope: UInt32)
+        /// A filesystem path; empty for an unnamed (or abstract) peer.
+        case unix(String)
     }
 
     fileprivate let host: Host
-    /// The port, in host byte order.
+    /// The port, in host byte order (0 for a unix-domain address).
     public let port: UInt16
 
     /// Parses an IP literal (`127.0.0.1`, `::1`, without brackets); nil for anything else.
@@ -49,12 +54,23 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         SocketAddress(host: .v6(0, UInt64(1).bigEndian, scope: 0), port: port)
     }
 
+    /// The unix-domain socket at `path`; nil when the path is empty, holds a NUL byte or
+    /// does not fit `sun_path` (107 bytes).
+    public static func unix(path: String) -> SocketAddress? {
+        guard !path.isEmpty, path.utf8.count < unixPathCapacity, !path.utf8.contains(0) else { return nil }
+        return SocketAddress(host: .unix(path), port: 0)
+    }
+
+    /// The size of `sockaddr_un.sun_path`, terminating NUL included.
+    private static let unixPathCapacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+
     private init(host: Host, port: UInt16) {
         self.host = host
         self.port = port
     }
 
-    /// Reads a kernel-filled `sockaddr_storage`; nil for families other than IPv4 and IPv6.
+    /// Reads a kernel-filled, zero-initialised `sockaddr_storage`; nil for families other
+    /// than IPv4, IPv6 and unix.
     init?(storage: UnsafeRawPointer) {
         let family = storage.load(as: sockaddr.self).sa_family
         switch Int32(family) {
@@ -70,6 +86,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
             self.init(
                 host: .v6(words.0, words.1, scope: address.sin6_scope_id),
                 port: UInt16(bigEndian: address.sin6_port))
+        case AF_UNIX:
+            // The storage was zeroed, so the path ends at the first NUL (at once for an
+            // unnamed or abstract peer).
+            var address = storage.loadUnaligned(as: sockaddr_un.self)
+            let path = withUnsafeBytes(of: &address.sun_path) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            self.init(host: .unix(path), port: 0)
         default:
             return nil
         }
@@ -80,10 +104,17 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         switch host {
         case .v4: .ipv4
         case .v6: .ipv6
+        case .unix: .unix
         }
     }
 
-    /// The address without the port, as `inet_ntop` writes it (no brackets).
+    /// The path of a unix-domain address (empty for an unnamed peer); nil for IP addresses.
+    public var unixPath: String? {
+        if case .unix(let path) = host { path } else { nil }
+    }
+
+    /// The address without the port, as `inet_ntop` writes it (no brackets); empty for a
+    /// unix-domain address.
     public var ipAddress: String {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { text in
             let written: UnsafePointer<CChar>? =
@@ -96,16 +127,20 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
                     withUnsafeBytes(of: (high, low)) {
                         inet_ntop(AF_INET6, $0.baseAddress, text.baseAddress, socklen_t(text.count))
                     }
+                case .unix:
+                    nil
                 }
+            if case .unix = host { return "" }
             return written.map { String(cString: $0) } ?? "?"
         }
     }
 
-    /// `127.0.0.1:443` or `[::1]:443`.
+    /// `127.0.0.1:443`, `[::1]:443` or `unix:/run/example.sock`.
     public var description: String {
-        switch family {
-        case .ipv4: "\(ipAddress):\(port)"
-        case .ipv6: "[\(ipAddress)]:\(port)"
+        switch host {
+        case .v4: "\(ipAddress):\(port)"
+        case .v6: "[\(ipAddress)]:\(port)"
+        case .unix(let path): "unix:\(path)"
         }
     }
 
@@ -114,6 +149,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         switch family {
         case .ipv4: AF_INET
         case .ipv6: AF_INET6
+        case .unix: AF_UNIX
         }
     }
 
@@ -145,6 +181,17 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
                 withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) }
             }
             length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        case .unix(let path):
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            // `unix(path:)` checked that the path and its NUL fit.
+            withUnsafeMutableBytes(of: &address.sun_path) { target in
+                for (index, byte) in path.utf8.prefix(target.count - 1).enumerated() { target[index] = byte }
+            }
+            withUnsafeBytes(of: address) { bytes in
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) }
+            }
+            length = socklen_t(MemoryLayout<sockaddr_un>.size)
         }
         return try withUnsafePointer(to: &storage) { pointer throws(E) -> R in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(E) -> R in
@@ -155,11 +202,12 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension SocketAddress {
-    /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
+    /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6, none for unix.
     var addressBytes: [UInt8] {
         switch host {
         case .v4(let raw): withUnsafeBytes(of: raw) { Array($0) }
         case .v6(let high, let low, _): withUnsafeBytes(of: (high, low)) { Array($0) }
+        case .unix: []
         }
     }
 }

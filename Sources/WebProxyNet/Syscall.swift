@@ -72,6 +72,15 @@ enum Syscall {
         try retrying("socket") { cwpl_tcp_socket(family) }
     }
 
+    /// A non-blocking, close-on-exec stream socket for `address`: TCP for an IP address,
+    /// a unix-domain stream socket otherwise.
+    static func streamSocket(for address: SocketAddress) throws(NetError) -> Int32 {
+        guard address.family == .unix else { return try tcpSocket(address.addressFamily) }
+        return try retrying("socket") {
+            socket(AF_UNIX, CWPL_SOCK_STREAM | CWPL_SOCK_NONBLOCK | CWPL_SOCK_CLOEXEC, 0)
+        }
+    }
+
     /// Starts a connect; true if it completed at once, false if it is in progress.
     static func connect(_ fd: Int32, to address: SocketAddress) throws(NetError) -> Bool {
         let result = address.withSockAddr { Glibc.connect(fd, $0, $1) }

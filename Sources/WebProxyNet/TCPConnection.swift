@@ -23,6 +23,8 @@ extension TCPConnectionDelegate {
 }
 
 /// A non-blocking TCP byte stream owned by one `EventLoop`; use it only on that loop's thread.
+/// A unix-domain stream (from `UnixListener`, or `connect` to a `.unix` address) works the
+/// same way, without TCP_NODELAY.
 ///
 /// Reads go to the delegate in chunks from the loop's reused buffer, and only while a delegate
 /// is set and reading is not paused (so a connection handed between owners loses nothing).
@@ -97,7 +99,9 @@ public final class TCPConnection {
 
     /// Wraps a socket the listener accepted and registers it with `loop`.
     static func accepted(fd: Int32, remote: SocketAddress, on loop: EventLoop) throws(NetError) -> TCPConnection {
-        try? Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+        if remote.family != .unix {
+            try? Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+        }
         let connection = TCPConnection(loop: loop, fd: fd, remote: remote, state: .open)
         connection.localAddress = try? Syscall.localAddress(fd)
         do {
@@ -113,7 +117,8 @@ public final class TCPConnection {
         return connection
     }
 
-    /// Connects to `address` with TCP_NODELAY. `completion` runs once on the loop, never
+    /// Connects to `address` (with TCP_NODELAY unless it is a unix-domain socket).
+    /// `completion` runs once on the loop, never
     /// before this returns: with the open connection, or an error (`.timedOut` after
     /// `timeout`). Cancelling the returned attempt closes the socket and drops the completion.
     public static func connect(
@@ -124,7 +129,7 @@ public final class TCPConnection {
         let attempt = ConnectAttempt()
         let fd: Int32
         do {
-            fd = try Syscall.tcpSocket(address.addressFamily)
+            fd = try Syscall.streamSocket(for: address)
         } catch {
             loop.scheduleTimer(after: .zero) { [attempt] in
                 if !attempt.isCancelled { completion(.failure(error)) }
@@ -135,7 +140,9 @@ public final class TCPConnection {
             loop: loop, fd: fd, remote: address, state: .connecting(completion: completion, timeout: nil))
         attempt.connection = connection
         do {
-            try Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+            if address.family != .unix {
+                try Syscall.setOption(fd, CWPL_IPPROTO_TCP, CWPL_TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
+            }
             connection.token = try loop.register(
                 fd: fd, interest: .writable, onShutdown: { [weak connection] in connection?.loopDidShutDown() }
             ) { [connection] in

@@ -80,6 +80,7 @@ public final class TCPListener {
                 throw NetError.syscall("getsockopt(SO_ACCEPTCONN)", errno: EINVAL)
             }
             bound = try Syscall.localAddress(fd)
+            guard bound.family != .unix else { throw NetError.syscall("getsockname", errno: EAFNOSUPPORT) }
             let flags = try Syscall.retrying("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
             _ = try Syscall.retrying("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
             _ = try Syscall.retrying("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -91,10 +92,12 @@ public final class TCPListener {
             fd: fd, bound: bound, loop: loop, acceptPause: acceptPause, accepted: accepted, acceptFailed: acceptFailed)
     }
 
-    /// Watches the listening `fd` on `loop`; closes it if that fails.
-    private static func register(
+    /// Watches the listening `fd` on `loop`; closes it if that fails. `onShutdown` runs if
+    /// the loop stops while the listener is open.
+    static func register(
         fd: Int32, bound: SocketAddress, loop: EventLoop, acceptPause: Duration,
-        accepted: @escaping (TCPConnection) -> Void, acceptFailed: @escaping (NetError) -> Void
+        accepted: @escaping (TCPConnection) -> Void, acceptFailed: @escaping (NetError) -> Void,
+        onShutdown: (() -> Void)? = nil
     ) throws(NetError) -> TCPListener {
         // The handler needs the listener and the listener needs the token: bridge with a box.
         // The registration keeps the listener alive until `close()` or the loop stops.
@@ -102,7 +105,9 @@ public final class TCPListener {
         let box = Box()
         let token: UInt64
         do {
-            token = try loop.register(fd: fd, interest: .readable) { _ in box.listener?.acceptPending(fd) }
+            token = try loop.register(fd: fd, interest: .readable, onShutdown: onShutdown) { _ in
+                box.listener?.acceptPending(fd)
+            }
         } catch {
             Syscall.close(fd)
             throw error

@@ -2,6 +2,8 @@
 public protocol WebSocketEndpointDelegate: AnyObject {
     /// A complete binary message arrived.
     func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8])
+    /// The peer sent a Ping, already answered with a Pong. Default: nothing.
+    func webSocket(_ endpoint: WebSocketEndpoint, didReceivePing payload: [UInt8])
     /// The peer answered a Ping. Default: nothing.
     func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8])
     /// The send queue drained after `isWritable` turned false. Default: nothing.
@@ -13,12 +15,14 @@ public protocol WebSocketEndpointDelegate: AnyObject {
 }
 
 extension WebSocketEndpointDelegate {
+    public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePing payload: [UInt8]) {}
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {}
     public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {}
 }
 
 /// An open WebSocket (client or server side) over a `TLSConnection`: one binary message per
-/// `send`, received messages up to the machine's cap, automatic Pongs, the close handshake
+/// `send`, received messages up to the machine's cap, automatic Pongs (the delegate still
+/// hears of each Ping), the close handshake
 /// with a deadline, and an abrupt end reported as `.endOfStream`.
 ///
 /// Nothing is read until a delegate is set, so no message is lost between the upgrade and
@@ -140,6 +144,8 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
                 try? tls.write(bytes)
             case .message(let message):
                 delegate?.webSocket(self, didReceive: message)
+            case .ping(let payload):
+                delegate?.webSocket(self, didReceivePing: payload)
             case .pong(let payload):
                 delegate?.webSocket(self, didReceivePong: payload)
             case .closed(let outcome):

@@ -2,154 +2,112 @@
 import Glibc
 #endif
 import Foundation
+import WebProxyNet
 
-/// The daemon's control socket: a unix stream socket (mode 0600) answering one request
-/// line, `status`, with one JSON document, then closing.
+/// The daemon's control socket: a unix stream socket (mode 0600) on the daemon's event
+/// loop, answering one request line, `status`, with one JSON document, then closing.
 ///
-/// It runs on a thread of its own, because `EventLoop` watches only the sockets of
-/// `WebProxyNet` and those are IP sockets. The thread never touches relay state: `answer`
-/// asks the loop for it (`execute`) and waits a bounded time. Clients are served one at a
-/// time; each has `clientDeadline` in all to send its line (at most `maxRequestBytes`) and
-/// take the answer, so a stuck client delays the next one by at most that.
-final class ControlServer: @unchecked Sendable {
+/// Like every socket of the daemon it is non-blocking and owned by the loop thread, so
+/// `answer` reads the relays' state directly. Each client has `clientDeadline` in all to
+/// send its line (at most `maxRequestBytes`, never buffered beyond) and take the answer,
+/// then it is reset; at most `maxClients` are served at once, and more are reset at once.
+/// Every method runs on the loop thread.
+final class ControlServer {
     /// The longest request line accepted.
     static let maxRequestBytes = 256
     /// How long one client may take, from accept to the last byte of the answer.
     static let clientDeadline = Duration.seconds(2)
+    /// At most this many clients at once.
+    static let maxClients = 8
 
     /// Where the socket is.
     let path: String
-    private let listenFD: Int32
-    /// Written once to wake the thread for `stop()`.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
-    private let answer: @Sendable (String) -> [UInt8]
-    private let finished = DispatchSemaphore(value: 0)
+    private let loop: EventLoop
+    private let answer: (String) -> [UInt8]
+    private var listener: UnixListener?
+    private var clients: [ObjectIdentifier: ControlConnection] = [:]
 
-    private init(path: String, listenFD: Int32, wake: (Int32, Int32), answer: @escaping @Sendable (String) -> [UInt8]) {
+    private init(path: String, loop: EventLoop, answer: @escaping (String) -> [UInt8]) {
         self.path = path
-        self.listenFD = listenFD
-        (wakeRead, wakeWrite) = wake
+        self.loop = loop
         self.answer = answer
     }
 
     /// Creates the socket at `path` (its directory too, mode 0700, if missing) and starts
-    /// serving. A stale socket left by a crashed daemon is replaced; a socket another daemon
-    /// answers on is not. `answer` maps a request line to the bytes to send back.
-    static func start(path: String, answer: @escaping @Sendable (String) -> [UInt8]) throws(ControlSocketError)
+    /// serving on `loop`; call on the loop thread. A stale socket left by a crashed daemon is
+    /// replaced; a socket another daemon answers on is not. `answer` maps a request line to
+    /// the bytes to send back.
+    static func start(path: String, loop: EventLoop, answer: @escaping (String) -> [UInt8]) throws(ControlSocketError)
         -> ControlServer
     {
         guard let address = UnixSocketAddress(path: path), path.hasPrefix("/") else {
             throw ControlSocketError("the control socket path \(path) is not an absolute path of at most 107 bytes")
         }
         try prepare(address)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw ControlSocketError("cannot create the control socket: \(describeErrno())") }
-        // Nobody can connect before listen(2), so tightening the mode after bind(2) is safe.
-        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
-            let message = "cannot create the control socket \(path): \(describeErrno())"
-            close(fd)
-            throw ControlSocketError(message)
+        let server = ControlServer(path: path, loop: loop, answer: answer)
+        do {
+            server.listener = try UnixListener.listen(path: path, mode: 0o600, loop: loop, backlog: 8) {
+                [weak server] connection in
+                guard let server else { return connection.abort() }
+                server.accepted(connection)
+            }
+        } catch {
+            throw ControlSocketError("cannot create the control socket \(path): \(error.message)")
         }
-        guard chmod(path, 0o600) == 0, listen(fd, 8) == 0 else {
-            let message = "cannot set up the control socket \(path): \(describeErrno())"
-            close(fd)
-            unlink(path)
-            throw ControlSocketError(message)
-        }
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0, fcntl(ends[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(ends[1], F_SETFD, FD_CLOEXEC) == 0
-        else {
-            close(fd)
-            unlink(path)
-            throw ControlSocketError("cannot set up the control socket: \(describeErrno())")
-        }
-        let server = ControlServer(path: path, listenFD: fd, wake: (ends[0], ends[1]), answer: answer)
-        Thread.detachNewThread { server.serve() }
         return server
     }
 
-    /// Asks the thread to stop; it removes the socket and exits. Never blocks: callable on
-    /// the loop thread, which the thread may be waiting for.
+    /// Stops listening, removes the socket and resets every client.
     func stop() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        listener?.close()
+        listener = nil
+        for client in clients.values {
+            client.cancelDeadline?()
+            client.tcp.abort()
+        }
+        clients = [:]
     }
 
-    /// Waits until the thread has exited and the socket is gone. Call off the loop thread.
-    func waitUntilStopped() {
-        finished.wait()
-        finished.signal()
+    private func accepted(_ tcp: TCPConnection) {
+        guard clients.count < Self.maxClients else {
+            tcp.abort()
+            return
+        }
+        let client = ControlConnection(tcp: tcp, server: self)
+        clients[ObjectIdentifier(client)] = client
+        let deadline = loop.scheduleTimer(after: Self.clientDeadline) { [weak self, weak client] in
+            guard let client else { return }
+            client.cancelDeadline = nil
+            client.tcp.abort()
+            self?.finished(client)
+        }
+        client.cancelDeadline = { [loop] in loop.cancelTimer(deadline) }
+        tcp.delegate = client
     }
 
-    // MARK: The thread
-
-    private func serve() {
-        defer {
-            unlink(path)
-            close(listenFD)
-            close(wakeRead)
-            close(wakeWrite)
-            finished.signal()
+    /// Sends the answer to `request` (or a fixed error), then closes once it is out.
+    fileprivate func respond(to client: ControlConnection, request: ControlRequest) {
+        let reply: [UInt8]
+        switch request {
+        case .line(let bytes):
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            reply = answer(text)
+        case .tooLong:
+            reply = ControlAnswer.error("the request line is longer than \(Self.maxRequestBytes) bytes")
         }
-        while true {
-            var watched = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            guard poll(&watched, 2, -1) >= 0 || errno == EINTR else { return }
-            if watched[1].revents != 0 { return }
-            guard watched[0].revents != 0 else { continue }
-            let client = accept(listenFD, nil, nil)
-            guard client >= 0 else { continue }
-            // The daemon never execs, so setting the flags after accept(2) leaks nothing.
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(client, F_SETFL, O_NONBLOCK)
-            serve(client)
-            close(client)
-        }
-    }
-
-    private func serve(_ client: Int32) {
-        let deadline = ContinuousClock.now + Self.clientDeadline
-        var request: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: Self.maxRequestBytes)
-        var reply: ArraySlice<UInt8>?
-        while !request.contains(UInt8(ascii: "\n")) {
-            guard request.count < Self.maxRequestBytes else {
-                reply = ControlAnswer.error("the request line is longer than \(Self.maxRequestBytes) bytes")[...]
-                break
-            }
-            guard wait(client, for: Int16(POLLIN), until: deadline) else { return }
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, Self.maxRequestBytes - request.count, 0) }
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return
-            }
-            request += buffer[..<count]
-        }
-        let line = request.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        var remaining = reply ?? answer(text)[...]
-        while !remaining.isEmpty, wait(client, for: Int16(POLLOUT), until: deadline) {
-            let sent = remaining.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return
-            }
-            remaining = remaining.dropFirst(sent)
+        client.tcp.pauseReading()
+        do {
+            try client.tcp.write(reply)
+            client.tcp.close()
+        } catch {
+            client.tcp.abort()
         }
     }
 
-    /// Waits until `fd` is ready for `events` or `deadline` passes.
-    private func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant) -> Bool {
-        while true {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return false }
-            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-            var watched = pollfd(fd: fd, events: events, revents: 0)
-            let ready = poll(&watched, 1, milliseconds)
-            if ready > 0 { return true }
-            if ready < 0 && errno != EINTR { return false }
-        }
+    fileprivate func finished(_ client: ControlConnection) {
+        client.cancelDeadline?()
+        client.cancelDeadline = nil
+        clients[ObjectIdentifier(client)] = nil
     }
 
     // MARK: Creating the socket
@@ -166,11 +124,57 @@ final class ControlServer: @unchecked Sendable {
         guard status.st_mode & S_IFMT == S_IFSOCK else {
             throw ControlSocketError("\(path) exists and is not a socket; remove it or choose another --control-socket")
         }
-        if let fd = address.connect(timeoutSeconds: 1) {
-            close(fd)
+        if address.isAnswered() {
             throw ControlSocketError("another webproxyd answers on \(path); stop it or choose another --control-socket")
         }
         unlink(path)
+    }
+}
+
+/// What a control client asked, once its line is complete.
+private enum ControlRequest {
+    /// The line without its newline (all that came, if the client ended without one).
+    case line(ArraySlice<UInt8>)
+    /// `maxRequestBytes` arrived without a newline.
+    case tooLong
+}
+
+/// One control client's connection and the request bytes it has sent so far.
+private final class ControlConnection: TCPConnectionDelegate {
+    let tcp: TCPConnection
+    weak var server: ControlServer?
+    /// Cancels the timer that resets the client when its time is up.
+    var cancelDeadline: (() -> Void)?
+    private var received: [UInt8] = []
+    private var answered = false
+
+    init(tcp: TCPConnection, server: ControlServer) {
+        self.tcp = tcp
+        self.server = server
+    }
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        guard !answered else { return }
+        // Never hold more than the bound: the answer needs no more.
+        received += bytes.prefix(ControlServer.maxRequestBytes - received.count)
+        if let newline = received.firstIndex(of: UInt8(ascii: "\n")) {
+            respond(.line(received[..<newline]))
+        } else if received.count >= ControlServer.maxRequestBytes {
+            respond(.tooLong)
+        }
+    }
+
+    func connectionDidReadEOF(_ connection: TCPConnection) {
+        if !answered { respond(.line(received[...])) }
+    }
+
+    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+        server?.finished(self)
+    }
+
+    private func respond(_ request: ControlRequest) {
+        answered = true
+        server?.respond(to: self, request: request)
     }
 }
 

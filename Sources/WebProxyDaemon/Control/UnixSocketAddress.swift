@@ -24,6 +24,15 @@ struct UnixSocketAddress {
         }
     }
 
+    /// Whether something listens at this path now. Never blocks: a non-blocking connect to
+    /// a unix socket succeeds, is refused or finds the backlog full (`EAGAIN`) at once.
+    func isAnswered() -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return withSockaddr { Glibc.connect(fd, $0, $1) } == 0 || errno == EAGAIN
+    }
+
     /// A blocking, close-on-exec stream socket connected to this path, whose connect, sends
     /// and receives each give up after `timeoutSeconds`; nil with errno set.
     func connect(timeoutSeconds: Int) -> Int32? {

@@ -34,6 +34,13 @@ enum PrometheusText {
             out += "webproxyd_bytes_total{relay=\"\(name)\",direction=\"down\"} \(relay.status.bytesDown)\n"
         }
 
+        family(&out, "webproxyd_frames_total", "counter", "Relay protocol frames: up (sent to the relay) and down (received).")
+        for relay in relays {
+            let name = escape(relay.status.name)
+            out += "webproxyd_frames_total{relay=\"\(name)\",direction=\"up\"} \(relay.frames.sent)\n"
+            out += "webproxyd_frames_total{relay=\"\(name)\",direction=\"down\"} \(relay.frames.received)\n"
+        }
+
         family(&out, "webproxyd_errors_total", "counter", "Session failures by class.")
         for relay in relays {
             for (errorClass, count) in relay.counters.errors.sorted(by: { $0.key < $1.key }) {

@@ -3,4 +3,6 @@
 struct RelaySnapshot: Equatable, Sendable {
     var status: RelayStatusEntry
     var counters: RelayCounters
+    /// Relay frames carried by the relay's sessions so far.
+    var frames = FrameCounts()
 }

@@ -32,9 +32,9 @@ public final class Daemon: @unchecked Sendable {
     private let controlSocketRequired: Bool
     /// Listening sockets systemd passed, by relay name; they stay open for restarts.
     private let activatedSockets: [String: Int32]
-    private var control: ControlServer?
 
     // Loop-thread state.
+    private var control: ControlServer?
     private var configuration: DaemonConfiguration
     private var services: [String: RelayService] = [:]
     private var metricsServer: MetricsServer?
@@ -89,19 +89,8 @@ public final class Daemon: @unchecked Sendable {
                 throw DaemonStartError("relay '\(relay.name)': cannot set up TLS: \(error)")
             }
         }
-        if let controlSocketPath {
-            do {
-                control = try ControlServer.start(path: controlSocketPath) { [weak self] request in
-                    self?.controlAnswer(request) ?? ControlAnswer.error("the daemon is stopping")
-                }
-            } catch where controlSocketRequired {
-                shutDownLoop()
-                throw DaemonStartError("\(error)")
-            } catch {
-                logger.warning("no control socket: \(error)", LogFields(stage: "control"))
-            }
-        }
         let outcome = onLoop { [self] () -> String? in
+            if let problem = startControl() { return problem }
             for relay in configuration.relays {
                 guard let context = contexts[relay.name] else { continue }
                 if let problem = startRelay(relay, context: context) { return problem }
@@ -123,13 +112,11 @@ public final class Daemon: @unchecked Sendable {
             onLoop { [self] in
                 for service in services.values { service.forceStop() }
                 metricsServer?.close()
+                control?.stop()
             }
             shutDownLoop()
-            control?.stop()
-            control?.waitUntilStopped()
             throw DaemonStartError(problem)
         }
-        if let control { logger.info("control socket at \(control.path)", LogFields(stage: "control")) }
     }
 
     /// Turns SIGTERM and SIGINT into `requestStop()` and SIGHUP into `requestReload()`. The
@@ -170,7 +157,6 @@ public final class Daemon: @unchecked Sendable {
         stoppedSignal.signal()
         loop.waitUntilStopped()
         resolver.shutdown()
-        control?.waitUntilStopped()
         return CommandLineTool.ExitCode.success
     }
 
@@ -221,6 +207,24 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    /// Serves the control socket if it has a path; returns what went wrong if the daemon
+    /// cannot start without it.
+    private func startControl() -> String? {
+        guard let controlSocketPath else { return nil }
+        do {
+            control = try ControlServer.start(path: controlSocketPath, loop: loop) { [weak self] request in
+                self?.controlAnswer(request) ?? ControlAnswer.error("the daemon is stopping")
+            }
+        } catch where controlSocketRequired {
+            return "\(error)"
+        } catch {
+            logger.warning("no control socket: \(error)", LogFields(stage: "control"))
+            return nil
+        }
+        logger.info("control socket at \(controlSocketPath)", LogFields(stage: "control"))
+        return nil
+    }
+
     /// Serves the metrics if `[daemon] metrics` is set; returns what went wrong, if anything.
     private func startMetrics() -> String? {
         guard let metrics = configuration.metrics else { return nil }
@@ -265,13 +269,10 @@ public final class Daemon: @unchecked Sendable {
         onLoop { [self] in metricsServer?.localAddress } ?? nil
     }
 
-    /// Answers a control request; runs on the control thread and asks the loop.
+    /// Answers a control request (loop thread).
     private func controlAnswer(_ request: String) -> [UInt8] {
         guard request == "status" else { return ControlAnswer.error("unknown request; send \"status\"") }
-        guard let document = statusSnapshot() else {
-            return ControlAnswer.error("the daemon is stopping")
-        }
-        return document.encoded()
+        return statusDocument().encoded()
     }
 
     private func startTimers() {
@@ -315,6 +316,7 @@ public final class Daemon: @unchecked Sendable {
             metricsServer?.close()
             metricsServer = nil
             control?.stop()
+            control = nil
             logger.info("stopped")
             stoppedSignal.signal()
             loop.stop()

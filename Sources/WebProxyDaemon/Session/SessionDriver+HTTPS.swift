@@ -29,6 +29,7 @@ extension SessionDriver {
         guard uplink?.isIdle == true, let body = mux.nextBatch(maxBytes: batchLimit),
             let request = uplink?.nextRequest(body: body)
         else { return }
+        step.frames.sent += FrameCounts.frames(inBatch: body)
         exchanges.send(.up(lane: nil), request, deadline: settings.requestDeadline, step: &step)
     }
 
@@ -45,6 +46,7 @@ extension SessionDriver {
             guard let body = mux.nextLaneBatch(for: lane, maxBytes: batchLimit) else { continue }
             do {
                 guard let request = try table.nextUplinkRequest(lane: lane, body: body) else { continue }
+                step.frames.sent += FrameCounts.frames(inBatch: body)
                 exchanges.send(.up(lane: lane), request, deadline: settings.requestDeadline, step: &step)
             } catch {
                 fail(SessionFailure(error), step: &step)

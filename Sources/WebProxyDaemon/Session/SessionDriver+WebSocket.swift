@@ -150,6 +150,7 @@ extension SessionDriver {
             let batch = mux.nextBatch(maxBytes: batchLimit)
         {
             sockets[id]?.bufferedBytes = buffered + batch.count
+            step.frames.sent += FrameCounts.frames(inBatch: batch)
             step.emit(.sendWebSocketMessage(id, batch))
         }
     }
@@ -165,6 +166,7 @@ extension SessionDriver {
                     let batch = mux.nextLaneBatch(for: lane, maxBytes: batchLimit)
                 {
                     sockets[id]?.bufferedBytes = buffered + batch.count
+                    step.frames.sent += FrameCounts.frames(inBatch: batch)
                     step.emit(.sendWebSocketMessage(id, batch))
                 }
             }

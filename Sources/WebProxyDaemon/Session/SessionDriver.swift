@@ -218,6 +218,7 @@ struct SessionDriver: Sendable {
     /// Applies decoded relay frames. `lane` is the lane they came on (every frame must carry
     /// its id), nil on the shared carriers.
     mutating func receive(_ frames: [Frame], lane: StreamID?, step: inout SessionStep) {
+        step.frames.received += frames.count
         for frame in frames {
             guard isRunning else { return }
             if let lane, frame.stream != lane {

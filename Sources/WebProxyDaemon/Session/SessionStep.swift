@@ -1,8 +1,11 @@
 /// The context of handling one event: the time, the actions produced so far, the id
-/// source and the randomness for jitter. Threaded through the supervisor and its driver.
+/// source, the randomness for jitter and the frames carried. Threaded through the
+/// supervisor and its driver.
 struct SessionStep {
     let now: MonotonicInstant
     var actions: [SessionAction] = []
+    /// Frames sent and received while handling the event.
+    var frames = FrameCounts()
     var ids: IdentifierSource
     var random: RandomSource
 

@@ -46,6 +46,8 @@ public struct SessionSupervisor: Sendable {
     private var random: RandomSource
     /// Local connections closed without reaching the relay (limit or admission wait).
     public private(set) var refusedConnections = 0
+    /// Relay frames sent and received by every session so far.
+    public private(set) var frameCounts = FrameCounts()
 
     /// A supervisor for the relay at `host` (under `basePath`) with proxy secret `secret`.
     public init(
@@ -76,6 +78,7 @@ public struct SessionSupervisor: Sendable {
     public mutating func handle(_ event: SessionEvent, at now: MonotonicInstant) -> [SessionAction] {
         var step = SessionStep(now: now, ids: ids, random: random)
         dispatch(event, step: &step)
+        frameCounts.add(step.frames)
         ids = step.ids
         random = step.random
         return step.actions
@@ -153,6 +156,7 @@ public struct SessionSupervisor: Sendable {
                 let creation = SessionCreation(page: page, api: api)
                 phase = .creatingSession(creation, batchLimit: page.batchLimit)
                 exchanges.send(.createSession, creation.request, deadline: settings.requestDeadline, step: &step)
+                step.frames.sent += 1  // HELLO
             case .retryLater(let after):
                 attemptFailed(exchange, id: id, .serviceUnavailable(after), wallClockSeconds: wallClockSeconds, step: &step)
             case .fatal(let error):
@@ -162,6 +166,7 @@ public struct SessionSupervisor: Sendable {
             guard case .creatingSession(let creation, let batchLimit) = phase else { return }
             switch creation.judge(response) {
             case .accepted(let session):
+                step.frames.received += 1  // WELCOME
                 establish(session, batchLimit: batchLimit, step: &step)
             case .retryLater(let after):
                 attemptFailed(exchange, id: id, .serviceUnavailable(after), wallClockSeconds: wallClockSeconds, step: &step)

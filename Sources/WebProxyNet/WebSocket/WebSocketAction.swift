@@ -4,6 +4,8 @@ public enum WebSocketAction: Hashable, Sendable {
     case write([UInt8])
     /// A complete binary message arrived.
     case message([UInt8])
+    /// The peer sent a Ping with this payload (its Pong is the `write` before this).
+    case ping([UInt8])
     /// The peer sent a Pong with this payload.
     case pong([UInt8])
     /// The WebSocket is over: write any bytes before this action, then close the transport.

@@ -125,6 +125,7 @@ public struct WebSocketConnection: Sendable {
                 var out: [UInt8] = []
                 encoder.encode(.pong, payload: frame.payload, into: &out)
                 actions.append(.write(out))
+                actions.append(.ping(frame.payload))
             }
         case .pong:
             actions.append(.pong(frame.payload))

@@ -268,7 +268,7 @@ public final class TestRelayServer: @unchecked Sendable {
         case .sendPing(let id):
             sockets[id]?.sendPing()
         case .sendPong:
-            break  // WebSocketEndpoint answers every Ping by itself.
+            break  // WebSocketEndpoint answered the Ping already, before reporting it.
         case .closeWebSocket(let id, let code):
             forgetSocket(id)?.close(code: WebSocketCloseCode(rawValue: code))
         case .dropConnection(let id):
@@ -477,6 +477,11 @@ extension TestRelayServer: WebSocketEndpointDelegate {
     public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
         guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
         flushBacklog(id)
+    }
+
+    public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePing payload: [UInt8]) {
+        guard let id = socketIDs[ObjectIdentifier(endpoint)] else { return }
+        dispatch { engine, now in engine.webSocketReceived(.ping(payload), connection: id, now: now) }
     }
 
     public func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {

@@ -66,17 +66,28 @@ import WebProxyCore
 
     @Test func anUnknownRequestGetsAnErrorDocument() throws {
         let path = temporaryControlPath("unknown")
-        let server = try ControlServer.start(path: path) { request in Array("answer to \(request)\n".utf8) }
-        defer {
-            server.stop()
-            server.waitUntilStopped()
-        }
+        let server = try ControlServerFixture(path: path) { request in Array("answer to \(request)\n".utf8) }
+        defer { server.stop() }
         #expect(askControlSocket(path, "status\n") == "answer to status\n")
         #expect(askControlSocket(path, "  status  \r\n") == "answer to status\n")
         // A request line over the bound is refused at the bound, never buffered whole.
         let long = String(repeating: "x", count: 10_000)
         #expect(askControlSocket(path, long) == #"{"error": "the request line is longer than 256 bytes"}"# + "\n")
         #expect(ControlAnswer.error("unknown request; send \"status\"") == Array(#"{"error": "unknown request; send \"status\""}"#.utf8) + [10])
+    }
+
+    @Test func aSilentClientIsResetAtItsDeadlineWithoutHoldingUpOthers() throws {
+        let path = temporaryControlPath("silent")
+        let server = try ControlServerFixture(path: path) { _ in Array("ok\n".utf8) }
+        defer { server.stop() }
+        let silent = try #require(UnixSocketAddress(path: path)?.connect(timeoutSeconds: 5))
+        defer { close(silent) }
+        #expect(askControlSocket(path, "status\n") == "ok\n", "answered while the silent client is connected")
+        var byte: UInt8 = 0
+        let count = recv(silent, &byte, 1, 0)
+        let failure = errno
+        // Reset after `clientDeadline` (2 s), well before the 5 s receive timeout.
+        #expect(count == 0 || (count < 0 && failure == ECONNRESET), "recv gave \(count), errno \(failure)")
     }
 
     @Test func aStaleSocketIsReplacedAndALiveOneIsNot() throws {
@@ -86,16 +97,14 @@ import WebProxyCore
         let address = try #require(UnixSocketAddress(path: path))
         try #require(address.withSockaddr { bind(fd, $0, $1) } == 0)
         close(fd)
-        let first = try ControlServer.start(path: path) { _ in Array("one\n".utf8) }
-        defer {
-            first.stop()
-            first.waitUntilStopped()
-        }
+        let first = try ControlServerFixture(path: path) { _ in Array("one\n".utf8) }
+        defer { first.stop() }
         #expect(askControlSocket(path, "status\n") == "one\n")
-        #expect(throws: ControlSocketError.self) { try ControlServer.start(path: path) { _ in [] } }
+        #expect(throws: ControlSocketError.self) { try ControlServerFixture(path: path) { _ in [] } }
         do {
-            _ = try ControlServer.start(path: path) { _ in [] }
-        } catch {
+            _ = try ControlServerFixture(path: path) { _ in [] }
+            Issue.record("a second server started on a live socket")
+        } catch let error as ControlSocketError {
             #expect(error.description == "another webproxyd answers on \(path); stop it or choose another --control-socket")
         }
         #expect(askControlSocket(path, "status\n") == "one\n", "the first server still answers")

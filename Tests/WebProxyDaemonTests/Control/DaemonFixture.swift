@@ -55,6 +55,47 @@ final class DaemonFixture {
     }
 }
 
+/// A `ControlServer` alone on an event loop of its own. Stop it with `stop()`.
+final class ControlServerFixture {
+    private let loop: EventLoop
+    private let server: LoopBox<ControlServer>
+
+    /// Starts a server at `path` answering with `answer`; throws what `start` threw.
+    init(path: String, answer: @escaping @Sendable (String) -> [UInt8]) throws {
+        loop = try EventLoop(name: "control-test")
+        let outcome = LoopBox<Result<ControlServer, ControlSocketError>>()
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [loop] in
+            outcome.value = Result { () throws(ControlSocketError) in
+                try ControlServer.start(path: path, loop: loop, answer: answer)
+            }
+            done.signal()
+        }
+        done.wait()
+        do {
+            server = LoopBox(try outcome.value!.get())
+        } catch {
+            loop.stop()
+            loop.waitUntilStopped()
+            throw error
+        }
+    }
+
+    /// Stops the server (removing its socket), then the loop.
+    func stop() {
+        loop.execute { [server] in server.value?.stop() }
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+}
+
+/// Hands a loop-thread value between the test thread and the loop; the semaphore or the
+/// loop's task queue orders the accesses.
+final class LoopBox<Value>: @unchecked Sendable {
+    var value: Value?
+    init(_ value: Value? = nil) { self.value = value }
+}
+
 /// A fresh path for a control socket under /tmp.
 func temporaryControlPath(_ name: String) -> String {
     let path = "/tmp/webproxyd-test-\(getpid())-\(name).sock"

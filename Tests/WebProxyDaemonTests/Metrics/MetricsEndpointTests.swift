@@ -36,6 +36,9 @@ import WebProxyCore
             "webproxyd_reconnects_total{relay=\"default\"} 0",
             "webproxyd_bytes_total{relay=\"default\",direction=\"up\"} 0",
             "webproxyd_bytes_total{relay=\"default\",direction=\"down\"} 0",
+            // HELLO and WELCOME.
+            "webproxyd_frames_total{relay=\"default\",direction=\"up\"} 1",
+            "webproxyd_frames_total{relay=\"default\",direction=\"down\"} 1",
             // The bridge page and the session creation, both answered.
             "webproxyd_carrier_request_seconds_count{relay=\"default\",carrier=\"bootstrap\"} 2",
             "webproxyd_carrier_request_seconds_bucket{relay=\"default\",carrier=\"bootstrap\",le=\"+Inf\"} 2",

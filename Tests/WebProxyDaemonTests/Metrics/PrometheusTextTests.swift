@@ -4,13 +4,15 @@ import WebProxyCore
 @testable import WebProxyDaemon
 
 @Suite struct PrometheusTextTests {
-    static func snapshot(name: String, state: RelayStatusEntry.State, counters: RelayCounters) -> RelaySnapshot {
+    static func snapshot(
+        name: String, state: RelayStatusEntry.State, counters: RelayCounters, frames: FrameCounts = FrameCounts()
+    ) -> RelaySnapshot {
         RelaySnapshot(
             status: RelayStatusEntry(
                 name: name, listen: "127.0.0.1:8443", state: state, carrier: state == .up ? "https" : nil, streams: 3,
                 refusedConnections: 2, bytesUp: 100, bytesDown: 2000, sessionsEstablished: counters.sessionsEstablished,
                 reconnects: counters.reconnects, lastError: nil),
-            counters: counters)
+            counters: counters, frames: frames)
     }
 
     @Test func exactExposition() {
@@ -28,7 +30,7 @@ import WebProxyCore
         let text = PrometheusText.render(
             version: "1.2.3",
             relays: [
-                Self.snapshot(name: "home", state: .up, counters: home),
+                Self.snapshot(name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12)),
                 Self.snapshot(name: "work", state: .down, counters: work),
             ])
         #expect(
@@ -62,6 +64,12 @@ import WebProxyCore
                 webproxyd_bytes_total{relay="home",direction="down"} 2000
                 webproxyd_bytes_total{relay="work",direction="up"} 100
                 webproxyd_bytes_total{relay="work",direction="down"} 2000
+                # HELP webproxyd_frames_total Relay protocol frames: up (sent to the relay) and down (received).
+                # TYPE webproxyd_frames_total counter
+                webproxyd_frames_total{relay="home",direction="up"} 7
+                webproxyd_frames_total{relay="home",direction="down"} 12
+                webproxyd_frames_total{relay="work",direction="up"} 0
+                webproxyd_frames_total{relay="work",direction="down"} 0
                 # HELP webproxyd_errors_total Session failures by class.
                 # TYPE webproxyd_errors_total counter
                 webproxyd_errors_total{relay="home",class="carrier-lost"} 1

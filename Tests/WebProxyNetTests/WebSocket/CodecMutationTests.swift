@@ -100,7 +100,7 @@ import Testing
         for (index, action) in actions.enumerated() {
             switch action {
             case .message(let bytes): #expect(bytes.count <= cap)
-            case .pong(let bytes): #expect(bytes.count <= WebSocketFrame.maxControlPayload)
+            case .ping(let bytes), .pong(let bytes): #expect(bytes.count <= WebSocketFrame.maxControlPayload)
             case .closed: #expect(index == actions.count - 1)
             case .write: break
             }

@@ -19,7 +19,9 @@ import Testing
         for frame in relayFrames {
             switch frame.opcode {
             case 2: expected.append(.message(frame.payloadBytes))
-            case 9: expected.append(.write(hexBytes(recordedPong.header)))  // the recorded empty Pong, byte for byte
+            case 9:
+                expected.append(.write(hexBytes(recordedPong.header)))  // the recorded empty Pong, byte for byte
+                expected.append(.ping(frame.payloadBytes))
             case 10: expected.append(.pong(frame.payloadBytes))
             default: Issue.record("unexpected opcode in fixture")
             }
@@ -98,7 +100,9 @@ import Testing
         var server = WebSocketConnection(serverWithMaxMessageBytes: 2 << 20)
         let ping = WebSocketFixture.recorded.first { $0.step == 17 }!
         let pong = WebSocketFixture.recorded.first { $0.step == 18 }!
-        #expect(server.receive(Self.masked(.ping, ping.payloadBytes)) == [.write(hexBytes(pong.header) + pong.payloadBytes)])
+        #expect(server.receive(Self.masked(.ping, ping.payloadBytes)) == [
+            .write(hexBytes(pong.header) + pong.payloadBytes), .ping(ping.payloadBytes),
+        ])
         let close = WebSocketFixture.recorded.first { $0.step == 53 }!
         let reply = WebSocketFixture.recorded.first { $0.step == 54 }!
         #expect(server.receive(Self.masked(.close, close.payloadBytes)) == [
@@ -123,7 +127,8 @@ import Testing
             + frameBytes(.continuation, Array("cd".utf8), fin: false) + frameBytes(.pong, Array("y".utf8))
             + frameBytes(.continuation, Array("ef".utf8)) + frameBytes(.binary, [])
         let expected: [WebSocketAction] = [
-            .write(Self.masked(.pong, Array("x".utf8))), .pong(Array("y".utf8)), .message(Array("abcdef".utf8)),
+            .write(Self.masked(.pong, Array("x".utf8))), .ping(Array("x".utf8)), .pong(Array("y".utf8)),
+            .message(Array("abcdef".utf8)),
             .message([]),
         ]
         for pieces in everySplit(of: input) {
