@@ -33,6 +33,11 @@ let package = Package(
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet"]),
         .executableTarget(
             name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay"]),
+        // Benchmarks and the soak run (scripts/bench, scripts/soak); never part of the tests.
+        .executableTarget(
+            name: "webproxyd-bench",
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore"],
+            path: "Benchmarks"),
 
         .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore"]),
         .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),
