@@ -248,6 +248,12 @@ final class RelayService {
             guard let endpoint = sockets[id]?.endpoint else { return }
             do {
                 try endpoint.send(message)
+                // `webSocketDidDrain` fires only after the queue passed its high watermark;
+                // when the kernel took the message at once, say so now, or the session's
+                // count of buffered bytes only grows and sending stops for good.
+                if endpoint.isWritable {
+                    handle(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount))
+                }
             } catch {
                 logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
                 endpoint.abort()
