@@ -37,6 +37,11 @@ let package = Package(
         .executableTarget(
             name: "webproxyd-testrelay",
             dependencies: ["WebProxyTestRelay", "WebProxyNet", "WebProxyCore"]),
+        // Benchmarks and the soak run (scripts/bench, scripts/soak); never part of the tests.
+        .executableTarget(
+            name: "webproxyd-bench",
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore"],
+            path: "Benchmarks"),
 
         .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore"]),
         .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import WebProxyNet
 
 /// The daemon's control socket: a unix stream socket (mode 0600) on the daemon's event
@@ -90,7 +89,9 @@ final class ControlServer {
         let reply: [UInt8]
         switch request {
         case .line(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
+            let trimmed = bytes.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+            let text = String(decoding: trimmed, as: UTF8.self)
             reply = answer(text)
         case .tooLong:
             reply = ControlAnswer.error("the request line is longer than \(Self.maxRequestBytes) bytes")

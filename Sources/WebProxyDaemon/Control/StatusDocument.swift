@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the control socket answers to `status`: the daemon and each relay, as JSON with
 /// snake_case keys. Holds no secret, token, capability or URL.

@@ -1,5 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
-import Foundation
 import WebProxyCore
 import WebProxyNet
 
@@ -348,12 +350,16 @@ public final class Daemon: @unchecked Sendable {
         notifier.reloading(monotonicNow: MonotonicClock.now())
         logger.notice("reloading \(path)")
         let environment = environment
-        // Reading the file and the CA files blocks: do it on a thread of its own, off the
-        // loop and off Swift's cooperative pool (which blocking work would starve).
+        // Reading the file and the CA files blocks: not on the loop.
         let loop = loop
-        Thread.detachNewThread { [self] in
-            let prepared = Self.prepare(path: path, environment: environment)
-            loop.execute { [self] in apply(prepared) }
+        do {
+            try BlockingWork.detach(name: "webproxyd-reload") { [self] in
+                let prepared = Self.prepare(path: path, environment: environment)
+                loop.execute { [self] in apply(prepared) }
+            }
+        } catch {
+            reloading = false
+            logger.error("reload failed: cannot start a thread to read \(path): \(error)")
         }
     }
 

@@ -1,0 +1,207 @@
+import Dispatch
+import Foundation
+import Glibc
+import WebProxyCore
+import WebProxyDaemon
+import WebProxyNet
+import WebProxyTestRelay
+
+/// Runs `body` on `loop` and waits for its result.
+func onLoop<T>(_ loop: EventLoop, _ body: @escaping () throws -> T) throws -> T {
+    let box = LoopResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) let body = body
+    loop.execute {
+        box.result = Result { try body() }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + .seconds(30)) == .success, let result = box.result else {
+        throw BenchError("the loop did not answer within 30 s")
+    }
+    return try result.get()
+}
+
+/// Carries a result from a loop thread to the waiting caller (the semaphore orders access).
+final class LoopResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
+
+/// Prints one line at once (stdout may be a pipe, whose stdio buffering would hold lines back).
+func say(_ line: String = "") {
+    let bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Discards the daemon's log (a benchmark must not grow a log in memory).
+struct DiscardingLogBackend: LogBackend {
+    func write(_ record: LogRecord) {}
+}
+
+/// What every path shares: the backend on its own loop, a test CA, TLS contexts.
+final class BenchWorld: @unchecked Sendable {
+    static let host = "proxy.example.com"
+    static let secret = "000102030405060708090a0b0c0d0e0f"
+
+    let backendLoop: EventLoop
+    let backend: BenchBackend
+    let resolver: Resolver
+    let serverContext: TLSContext
+    let clientContext: TLSContext
+    let caPath: String
+
+    init() throws {
+        backendLoop = try EventLoop(name: "bench-backend")
+        let loop = backendLoop
+        backend = try onLoop(loop) { try BenchBackend.start(on: loop) }
+        resolver = try Resolver()
+        let authority = try TestCertificateAuthority()
+        let leaf = try authority.issueLeaf(dnsNames: [Self.host])
+        serverContext = try TLSContext(server: leaf.serverConfiguration)
+        clientContext = try TLSContext(client: TLSConfiguration.Client(trust: .caPEM(authority.certificatePEM)))
+        caPath = "/tmp/webproxyd-bench-\(getpid())-ca.pem"
+        let fd = open(caPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        _ = Array(authority.certificatePEM.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    func shutdown() {
+        let backend = backend
+        _ = try? onLoop(backendLoop) { backend.stop() }
+        backendLoop.stop()
+        backendLoop.waitUntilStopped()
+        resolver.shutdown()
+        unlink(caPath)
+    }
+}
+
+/// One way from a local client to the backend, up and running.
+protocol BenchPath: AnyObject, Sendable {
+    /// The name in the report.
+    var name: String { get }
+    /// Where load clients connect.
+    var port: UInt16 { get }
+    /// The loop thread whose CPU time is charged to the path ("" for none).
+    var entryThreadName: String { get }
+    func stop()
+}
+
+/// The baseline without any tunnel: clients talk to the backend directly.
+final class DirectPath: BenchPath, @unchecked Sendable {
+    let name = "direct TCP"
+    let port: UInt16
+    let entryThreadName = ""
+    init(world: BenchWorld) { port = world.backend.localAddress.port }
+    func stop() {}
+}
+
+/// The plain TLS tunnel baseline (entry and front on their own loops).
+final class TunnelPath: BenchPath, @unchecked Sendable {
+    let name = "TLS tunnel"
+    let entryThreadName = "bench-entry"
+    let port: UInt16
+    private let frontLoop: EventLoop
+    private let entryLoop: EventLoop
+    private let front: TCPListener
+    private let entry: TCPListener
+
+    init(world: BenchWorld) throws {
+        frontLoop = try EventLoop(name: "bench-front")
+        entryLoop = try EventLoop(name: entryThreadName)
+        let (frontLoop, entryLoop) = (frontLoop, entryLoop)
+        front = try onLoop(frontLoop) {
+            try TLSTunnel.startFront(on: frontLoop, context: world.serverContext, backend: world.backend.localAddress)
+        }
+        let endpoint = SecureEndpoint(
+            origin: DialTarget(host: BenchWorld.host, port: 443)!,
+            connectTo: DialTarget(host: "127.0.0.1", port: front.localAddress.port)!)
+        let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: world.clientContext)
+        entry = try onLoop(entryLoop) {
+            try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
+        }
+        port = entry.localAddress.port
+    }
+
+    func stop() {
+        let (front, entry) = (front, entry)
+        _ = try? onLoop(entryLoop) { entry.close() }
+        _ = try? onLoop(frontLoop) { front.close() }
+        entryLoop.stop()
+        frontLoop.stop()
+        entryLoop.waitUntilStopped()
+        frontLoop.waitUntilStopped()
+    }
+}
+
+/// The real chain: the in-process `Daemon` → real TLS → `TestRelayServer` → backend.
+final class DaemonPath: BenchPath, @unchecked Sendable {
+    let mode: CarrierMode
+    var name: String { "webproxyd \(mode.rawValue)" }
+    let entryThreadName = "webproxyd"
+    let port: UInt16
+    let relayLoop: EventLoop
+    let relay: TestRelayServer
+    let daemon: Daemon
+
+    init(world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits()) throws {
+        self.mode = mode
+        relayLoop = try EventLoop(name: "bench-relay")
+        let relayLoop = relayLoop
+        let host = try RelayHost(BenchWorld.host)
+        let profile = RelayProfile(secret: try ProxySecret(parsing: BenchWorld.secret), carrierMode: mode)
+        let configuration = TestRelayConfiguration(host: host, profiles: [profile], limits: relayLimits)
+        relay = try onLoop(relayLoop) {
+            try TestRelayServer.start(
+                on: relayLoop, listen: .loopbackIPv4(port: 0), configuration: configuration,
+                backends: [world.backend.localAddress], tls: world.serverContext)
+        }
+        let listenPort = Self.unusedLoopbackPort()
+        let link = "tg://webproxy?server=\(BenchWorld.host)&secret=\(BenchWorld.secret)"
+        let relayConfiguration = try RelayConfiguration(
+            quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
+            connectTo: "127.0.0.1:\(relay.port)")
+        daemon = try Daemon(
+            configuration: DaemonConfiguration(logLevel: .warning, relays: [relayConfiguration]),
+            configurationPath: nil, environment: [:],
+            logger: Self.logger(), drainLimit: .seconds(2))
+        try daemon.start()
+        port = listenPort
+    }
+
+    func stop() {
+        daemon.requestStop()
+        _ = daemon.waitUntilStopped()
+        let relay = relay
+        _ = try? onLoop(relayLoop) { relay.stop() }
+        relayLoop.stop()
+        relayLoop.waitUntilStopped()
+    }
+
+    /// The daemon's log: discarded, or on stderr at the level named by BENCH_LOG (e.g. debug).
+    static func logger() -> Logger {
+        guard let name = ProcessInfo.processInfo.environment["BENCH_LOG"], let level = LogLevel(rawValue: name) else {
+            return Logger(backend: DiscardingLogBackend(), level: .warning)
+        }
+        return Logger(backend: StandardErrorLogBackend(), level: level)
+    }
+
+    /// A loopback port nothing listens on right now.
+    static func unusedLoopbackPort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
+            }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}

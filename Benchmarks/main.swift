@@ -1,0 +1,75 @@
+import Foundation
+import WebProxyCore
+import WebProxyNet
+
+// webproxyd-bench: throughput, latency, CPU and memory of webproxyd against a direct TCP
+// connection and a plain TLS tunnel, all in one process on loopback; and a soak mode.
+//
+//   webproxyd-bench [--quick] [--out FILE] [--carriers https,websocket,...]
+//   webproxyd-bench soak [--minutes N]
+
+try ProcessSignal.ignoreBrokenPipes()
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func option(_ name: String) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func machineDescription() -> String {
+    let cpuInfo = ProcessProbe.readFile("/proc/cpuinfo")
+    let model = cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown CPU"
+    let load = ProcessProbe.readFile("/proc/loadavg").split(separator: " ").prefix(3).joined(separator: " ")
+    return "\(ProcessInfo.processInfo.activeProcessorCount) vCPU \(model), load average \(load) at the start"
+}
+
+if arguments.first == "soak" {
+    let minutes = Double(option("--minutes") ?? "10") ?? 10
+    exit(try Soak.run(minutes: minutes) ? 0 : 1)
+}
+
+let quick = arguments.contains("--quick")
+let sizes = quick ? BenchSizes.quick : BenchSizes.full
+let output = option("--out") ?? ".build/bench/report.md"
+let carriers = (option("--carriers") ?? CarrierMode.allCases.map(\.rawValue).joined(separator: ","))
+    .split(separator: ",").compactMap { CarrierMode(rawValue: String($0)) }
+let machine = machineDescription()
+say("webproxyd-bench\(quick ? " --quick" : ""): \(machine)")
+
+let world = try BenchWorld()
+var results: [PathResult] = []
+var memory = MemoryResult()
+
+say("direct TCP")
+let direct = DirectPath(world: world)
+results.append(Scenarios.run(direct, sizes: sizes, log: { say($0) }))
+
+say("TLS tunnel")
+let tunnel = try TunnelPath(world: world)
+results.append(Scenarios.run(tunnel, sizes: sizes, log: { say($0) }))
+tunnel.stop()
+
+for mode in carriers {
+    say("webproxyd \(mode.rawValue)")
+    let path = try DaemonPath(world: world, mode: mode)
+    let result = Scenarios.run(path, sizes: sizes, log: { say($0) })
+    if mode == .websocket {
+        MemoryScenarios.inProcess(path, into: &memory, log: { say($0) })
+        MemoryScenarios.standalone(path, world: world, seconds: quick ? 6 : 12, into: &memory, log: { say($0) })
+    }
+    results.append(result)
+    path.stop()
+}
+
+let report = BenchReport(
+    sizes: sizes, quick: quick, paths: results, memory: memory,
+    peakRSS: ProcessProbe.peakResidentBytes(), machine: machine)
+let markdown = report.markdown()
+world.shutdown()
+say("")
+say(markdown)
+try FileManager.default.createDirectory(
+    atPath: (output as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+try markdown.write(toFile: output, atomically: true, encoding: .utf8)
+say("report written to \(output)")
