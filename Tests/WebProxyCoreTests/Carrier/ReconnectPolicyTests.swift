@@ -25,7 +25,7 @@ import Testing
         var policy = Policy()
         _ = delays(&policy, count: 4, random: 0)
         policy.sessionEstablished(at: F.Instant(offset: .seconds(100)))
-        #expect(delays(&policy, count: 1, at: .seconds(160), random: 0) == [.seconds(1)])
+        #expect(delays(&policy, count: 1, at: .seconds(120), random: 0) == [.seconds(1)])
         #expect(policy.consecutiveFailures == 1)
     }
 
@@ -33,7 +33,7 @@ import Testing
         var policy = Policy()
         _ = delays(&policy, count: 3, random: 0)
         policy.sessionEstablished(at: F.Instant(offset: .seconds(100)))
-        #expect(delays(&policy, count: 1, at: .seconds(159), random: 0) == [.seconds(8)])
+        #expect(delays(&policy, count: 1, at: .seconds(119), random: 0) == [.seconds(8)])
         // The uptime is forgotten with the failure: a later failure does not reset either.
         #expect(delays(&policy, count: 1, at: .seconds(500), random: 0) == [.seconds(16)])
     }
@@ -45,6 +45,6 @@ import Testing
             policy.localConnectionDeadline(arrivedAt: F.Instant(offset: .seconds(42)))
                 == F.Instant(offset: .seconds(52)))
         #expect(policy.settings == .standard)
-        #expect(policy.settings.stablePeriod == .seconds(60))
+        #expect(policy.settings.stablePeriod == .seconds(20))
     }
 }
