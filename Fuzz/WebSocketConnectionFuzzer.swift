@@ -74,9 +74,9 @@ private struct ActionChecker {
                 invariant(
                     message.count <= maxMessageBytes,
                     "message of \(message.count) bytes over the limit")
-            case .pong(let payload):
+            case .pong(let payload), .ping(let payload):
                 invariant(
-                    payload.count <= WebSocketFrame.maxControlPayload, "pong payload too long")
+                    payload.count <= WebSocketFrame.maxControlPayload, "control payload too long")
             case .write(let bytes):
                 checkWrite(bytes)
             case .closed:
