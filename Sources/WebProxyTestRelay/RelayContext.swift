@@ -18,6 +18,8 @@ struct RelayContext: Sendable {
             body += [0x02, 0x00, 0x00, 0x01]
             body += (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32($0))) }
             body += [UInt8](repeating: 0x55, count: Int(length))
+        case .unknownStream:
+            body += [0x02, 0xFF, 0xFF, 0xF0, 0x00, 0x00, 0x00, 0x04, 0x55, 0x55, 0x55, 0x55]
         }
     }
 }

@@ -17,5 +17,7 @@ public struct RelayFaults: Sendable, Equatable {
         case truncatedFrame
         /// Append a DATA frame whose payload is one byte over `maxFramePayload`.
         case oversizedFrame
+        /// Append a 4-byte DATA frame for stream 0xFFFFF0, which no client opened.
+        case unknownStream
     }
 }

@@ -37,6 +37,8 @@ public final class TestRelayServer: @unchecked Sendable {
     private var stopped = false
     /// Responses to drop after the engine applied their request, by request path suffix.
     private var appliedResponseDrops: [String: Int] = [:]
+    /// Raw answers to send instead of the engine's, after it applied the request, by path suffix.
+    private var rawResponses: [String: (count: Int, bytes: [UInt8])] = [:]
     /// The request path of each HTTP connection awaiting an answer, while drops are armed.
     private var requestPaths: [RelayConnectionID: String] = [:]
 
@@ -151,6 +153,17 @@ public final class TestRelayServer: @unchecked Sendable {
         loop.execute { [self] in appliedResponseDrops[pathSuffix, default: 0] += count }
     }
 
+    /// Armed raw answers not yet used, by path suffix (loop thread).
+    public var pendingRawResponses: [String: Int] { rawResponses.mapValues(\.count) }
+
+    /// From any thread: the next `count` API requests whose path ends with `pathSuffix` are
+    /// applied by the engine, then answered with `bytes` as they are (garbage, an oversized
+    /// head or body) and their connection closed — a relay that answers nonsense. A count of
+    /// 0 disarms.
+    public func replaceAppliedResponses(_ count: Int, pathSuffix: String, with bytes: [UInt8] = []) {
+        loop.execute { [self] in rawResponses[pathSuffix] = count > 0 ? (count, bytes) : nil }
+    }
+
     /// Changes the faults from any thread (applied on the loop).
     public func updateFaults(_ change: @escaping @Sendable (inout RelayFaults) -> Void) {
         loop.execute { [self] in change(&engine.faults) }
@@ -200,7 +213,7 @@ public final class TestRelayServer: @unchecked Sendable {
         nextConnection += 1
         responders[id] = responder
         if let key = request.head.headers.first("Sec-WebSocket-Key") { webSocketKeys[id] = key }
-        if !appliedResponseDrops.isEmpty { requestPaths[id] = request.head.target }
+        if !appliedResponseDrops.isEmpty || !rawResponses.isEmpty { requestPaths[id] = request.head.target }
         responder.onConnectionClosed = { [weak self] in
             guard let self, responders.removeValue(forKey: id) != nil else { return }
             webSocketKeys[id] = nil
@@ -239,8 +252,13 @@ public final class TestRelayServer: @unchecked Sendable {
             guard let responder = responders.removeValue(forKey: id) else { return }
             webSocketKeys[id] = nil
             responder.onConnectionClosed = nil
-            if takeAppliedResponseDrop(id) {
+            let path = requestPaths.removeValue(forKey: id)
+            if let path, takeAppliedResponseDrop(path) {
                 responder.abortConnection()
+                return
+            }
+            if let path, let raw = takeRawResponse(path) {
+                responder.respond(rawBytes: raw, keepAlive: false)
                 return
             }
             let delay = engine.faults.responseDelay
@@ -311,14 +329,22 @@ public final class TestRelayServer: @unchecked Sendable {
         }
     }
 
-    /// Whether the answer on `id` is one of the armed drops (and uses it up).
-    private func takeAppliedResponseDrop(_ id: RelayConnectionID) -> Bool {
-        guard let path = requestPaths.removeValue(forKey: id),
-            let suffix = appliedResponseDrops.keys.first(where: { path.hasSuffix($0) }),
+    /// Whether the answer to a request for `path` is one of the armed drops (and uses it up).
+    private func takeAppliedResponseDrop(_ path: String) -> Bool {
+        guard let suffix = appliedResponseDrops.keys.first(where: { path.hasSuffix($0) }),
             let left = appliedResponseDrops[suffix]
         else { return false }
         appliedResponseDrops[suffix] = left > 1 ? left - 1 : nil
         return true
+    }
+
+    /// The armed raw answer for a request for `path`, if any (and uses it up).
+    private func takeRawResponse(_ path: String) -> [UInt8]? {
+        guard let suffix = rawResponses.keys.first(where: { path.hasSuffix($0) }),
+            let armed = rawResponses[suffix]
+        else { return nil }
+        rawResponses[suffix] = armed.count > 1 ? (armed.count - 1, armed.bytes) : nil
+        return armed.bytes
     }
 
     private static func write(_ response: RelayResponse, to responder: HTTPResponder) {
