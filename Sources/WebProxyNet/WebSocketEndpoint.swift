@@ -171,7 +171,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     // MARK: TLSConnectionDelegate
 
     public func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
-        perform(machine.receive(Array(plaintext)))
+        perform(machine.receive(plaintext))
     }
 
     public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {

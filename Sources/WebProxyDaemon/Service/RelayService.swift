@@ -235,8 +235,16 @@ final class RelayService {
         let allowance = supervisor.readAllowance(for: id)
         let count = min(allowance, local.inbox.count)
         if count > 0 {
-            let bytes = local.inbox[..<count]
-            local.inbox.removeFirst(count)
+            // Hand the whole inbox over without copying; a held slice would make
+            // `removeFirst` copy the array.
+            let bytes: ArraySlice<UInt8>
+            if count == local.inbox.count {
+                bytes = local.inbox[...]
+                local.inbox = []
+            } else {
+                bytes = local.inbox[..<count]
+                local.inbox = Array(local.inbox[count...])
+            }
             bytesUp += count
             perform(supervisor.handle(.localRead(id, bytes), at: now))
         }

@@ -40,6 +40,14 @@ public struct WebSocketConnection: Sendable {
         return drainFrames()
     }
 
+    /// Handles received bytes (copied once, into the parser). Bytes after the connection
+    /// closed are ignored.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [WebSocketAction] {
+        guard state != .closed else { return [] }
+        parser.receive(bytes)
+        return drainFrames()
+    }
+
     /// The transport ended (FIN or reset). Before a completed close handshake that is an
     /// abrupt end, reported as `.endOfStream`.
     public mutating func receiveEndOfStream() -> [WebSocketAction] {

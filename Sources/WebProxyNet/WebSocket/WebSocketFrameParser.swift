@@ -19,6 +19,9 @@ public struct WebSocketFrameParser: Sendable {
     /// Appends received bytes.
     public mutating func receive(_ bytes: ArraySlice<UInt8>) { queue.append(bytes) }
 
+    /// Appends received bytes, copied straight from the caller's buffer.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) { queue.append(bytes) }
+
     /// Whether a frame has been partly received.
     public var hasPartialFrame: Bool { !queue.isEmpty }
 
