@@ -76,6 +76,13 @@ public struct WebSocketConnection: Sendable {
         sendBinary(payload[...])
     }
 
+    /// Frames a binary message without copying it: masks `payload` in place (client) and
+    /// returns the header to write before it, or nil (payload untouched) once closing or closed.
+    public mutating func sendBinaryInPlace(_ payload: inout [UInt8]) -> [UInt8]? {
+        guard state == .open else { return nil }
+        return encoder.encodeInPlace(.binary, payload: &payload)
+    }
+
     /// Frames a Ping (payload at most 125 bytes) to write, or nil once closing or closed.
     public mutating func sendPing(_ payload: [UInt8] = []) -> [UInt8]? {
         precondition(payload.count <= WebSocketFrame.maxControlPayload, "ping payload over 125 bytes")
