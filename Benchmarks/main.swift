@@ -7,6 +7,7 @@ import WebProxyNet
 //
 //   webproxyd-bench [--quick] [--out FILE] [--carriers https,websocket,...]
 //   webproxyd-bench soak [--minutes N]
+//   webproxyd-bench profile [--path tunnel|websocket|...] [--mib N]
 
 try ProcessSignal.ignoreBrokenPipes()
 
@@ -27,6 +28,11 @@ func machineDescription() -> String {
 if arguments.first == "soak" {
     let minutes = Double(option("--minutes") ?? "10") ?? 10
     exit(try Soak.run(minutes: minutes) ? 0 : 1)
+}
+
+if arguments.first == "profile" {
+    try ProfileRun.run(pathName: option("--path") ?? "websocket", mebibytes: Int(option("--mib") ?? "8") ?? 8)
+    exit(0)
 }
 
 let quick = arguments.contains("--quick")

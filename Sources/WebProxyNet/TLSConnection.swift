@@ -161,6 +161,17 @@ public final class TLSConnection {
         try outcome.get()
     }
 
+    /// Encrypts and sends `head` then `body` as one unit: both are taken, or (past
+    /// `writeLimits.limit`) neither. Saves joining them into one buffer.
+    public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
+        loop.assertInEventLoop()
+        guard head.count + body.count <= writeLimits.limit - queuedWriteBytes else {
+            throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
+        }
+        try write(head)
+        try write(body)
+    }
+
     /// Stops delivering plaintext (and reading the socket) until `resumeReading()`.
     public func pauseReading() {
         loop.assertInEventLoop()

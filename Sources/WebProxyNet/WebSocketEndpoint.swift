@@ -69,8 +69,15 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
 
     /// Sends one binary message. Throws `.io(.closed)` once closing, `.io(.writeBufferFull)`
     /// (sending nothing) when the send queue limit would be passed.
-    public func send(_ message: [UInt8]) throws(TransportError) {
-        try send(message[...])
+    /// The message is framed in place (header written first, payload masked where it
+    /// is), so handing over the only reference saves a copy.
+    public func send(_ message: consuming [UInt8]) throws(TransportError) {
+        tls.loop.assertInEventLoop()
+        var payload = message
+        guard !finished, let header = machine.sendBinaryInPlace(&payload) else {
+            throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
+        }
+        try tls.write(header, payload)
     }
 
     /// Sends one binary message (see `send(_:)`).
@@ -171,7 +178,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     // MARK: TLSConnectionDelegate
 
     public func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
-        perform(machine.receive(Array(plaintext)))
+        perform(machine.receive(plaintext))
     }
 
     public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {

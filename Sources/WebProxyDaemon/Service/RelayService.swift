@@ -235,8 +235,16 @@ final class RelayService {
         let allowance = supervisor.readAllowance(for: id)
         let count = min(allowance, local.inbox.count)
         if count > 0 {
-            let bytes = local.inbox[..<count]
-            local.inbox.removeFirst(count)
+            // Hand the whole inbox over without copying; a held slice would make
+            // `removeFirst` copy the array.
+            let bytes: ArraySlice<UInt8>
+            if count == local.inbox.count {
+                bytes = local.inbox[...]
+                local.inbox = []
+            } else {
+                bytes = local.inbox[..<count]
+                local.inbox = Array(local.inbox[count...])
+            }
             bytesUp += count
             perform(supervisor.handle(.localRead(id, bytes), at: now))
         }
@@ -295,12 +303,16 @@ final class RelayService {
 
     // MARK: Actions
 
-    private func perform(_ actions: [SessionAction]) {
-        for action in actions { perform(action) }
+    /// Takes each action out of the list before performing it, so a message it carries
+    /// is uniquely referenced and the WebSocket can frame it in place.
+    private func perform(_ actions: consuming [SessionAction]) {
+        var remaining = actions
+        remaining.reverse()
+        while let action = remaining.popLast() { perform(action) }
     }
 
-    private func perform(_ action: SessionAction) {
-        switch action {
+    private func perform(_ action: consuming SessionAction) {
+        switch consume action {
         case .sendHTTP(let id, let request, let deadline):
             sendHTTP(id, request, timeout: now.duration(to: deadline))
         case .cancelHTTP(let id):

@@ -34,6 +34,16 @@ struct ByteQueue: Sendable {
         }
     }
 
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if isEmpty {
+            storage = Array(bytes)
+            readIndex = 0
+        } else {
+            compactIfWorthwhile()
+            storage.append(contentsOf: bytes)
+        }
+    }
+
     /// The byte `offset` positions past the read index; the caller checks `offset < count`.
     subscript(offset offset: Int) -> UInt8 { storage[readIndex + offset] }
 

@@ -40,6 +40,14 @@ public struct WebSocketConnection: Sendable {
         return drainFrames()
     }
 
+    /// Handles received bytes (copied once, into the parser). Bytes after the connection
+    /// closed are ignored.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [WebSocketAction] {
+        guard state != .closed else { return [] }
+        parser.receive(bytes)
+        return drainFrames()
+    }
+
     /// The transport ended (FIN or reset). Before a completed close handshake that is an
     /// abrupt end, reported as `.endOfStream`.
     public mutating func receiveEndOfStream() -> [WebSocketAction] {
@@ -66,6 +74,13 @@ public struct WebSocketConnection: Sendable {
     /// Frames a binary message to write, or nil once closing or closed.
     public mutating func sendBinary(_ payload: [UInt8]) -> [UInt8]? {
         sendBinary(payload[...])
+    }
+
+    /// Frames a binary message without copying it: masks `payload` in place (client) and
+    /// returns the header to write before it, or nil (payload untouched) once closing or closed.
+    public mutating func sendBinaryInPlace(_ payload: inout [UInt8]) -> [UInt8]? {
+        guard state == .open else { return nil }
+        return encoder.encodeInPlace(.binary, payload: &payload)
     }
 
     /// Frames a Ping (payload at most 125 bytes) to write, or nil once closing or closed.

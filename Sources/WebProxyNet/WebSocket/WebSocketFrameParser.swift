@@ -7,6 +7,8 @@ public struct WebSocketFrameParser: Sendable {
     public var maxDataPayload: Int
     private var queue = ByteQueue()
     private var failure: WebSocketError?
+    /// The frame whose header is parsed and whose payload is still arriving.
+    private var incoming: IncomingFrame?
 
     public init(role: WebSocketRole, maxDataPayload: Int) {
         self.role = role
@@ -14,17 +16,38 @@ public struct WebSocketFrameParser: Sendable {
     }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: [UInt8]) { queue.append(bytes) }
+    public mutating func receive(_ bytes: [UInt8]) {
+        if incoming == nil { queue.append(bytes) } else { bytes.withUnsafeBytes { receive($0) } }
+    }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: ArraySlice<UInt8>) { queue.append(bytes) }
+    public mutating func receive(_ bytes: ArraySlice<UInt8>) {
+        if incoming == nil { queue.append(bytes) } else { bytes.withUnsafeBytes { receive($0) } }
+    }
+
+    /// Appends received bytes, copied straight from the caller's buffer: into the payload
+    /// of a frame whose header is in, the rest into the queue.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) {
+        var rest = bytes
+        if let missing = incoming?.missing, missing > 0 {
+            let count = min(missing, rest.count)
+            incoming?.payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<count]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[count...])
+        }
+        if !rest.isEmpty { queue.append(rest) }
+    }
 
     /// Whether a frame has been partly received.
-    public var hasPartialFrame: Bool { !queue.isEmpty }
+    public var hasPartialFrame: Bool { !queue.isEmpty || incoming != nil }
 
     /// The next complete frame, or nil until more bytes arrive. Errors are final.
     public mutating func next() throws(WebSocketError) -> WebSocketFrame? {
         if let failure { throw failure }
+        if var frame = incoming {
+            guard frame.missing == 0 else { return nil }
+            incoming = nil
+            return frame.complete()
+        }
         do {
             return try parseFrame()
         } catch {
@@ -72,17 +95,66 @@ public struct WebSocketFrameParser: Sendable {
         let payloadLength = Int(length)
         let keyOffset = headerLength
         if masked { headerLength += 4 }
-        guard queue.count >= headerLength, queue.count - headerLength >= payloadLength else { return nil }
+        guard queue.count >= headerLength else { return nil }
         let key = masked ? UInt32(readBigEndian(at: keyOffset, bytes: 4)) : nil
+        if queue.count - headerLength < payloadLength {
+            // Header complete, payload not: later bytes go straight into its own buffer
+            // (sized once, up to a limit), not the queue.
+            queue.skip(headerLength)
+            var frame = IncomingFrame(fin: fin, opcode: opcode, key: key, length: payloadLength)
+            frame.payload.append(contentsOf: queue.take(queue.count))
+            incoming = frame
+            return nil
+        }
         queue.skip(headerLength)
-        var payload = Array(queue.take(payloadLength))
-        if let key { WebSocketMasking.apply(key: key, to: &payload, range: 0..<payload.count) }
-        return WebSocketFrame(fin: fin, opcode: opcode, payload: payload)
+        var frame = IncomingFrame(fin: fin, opcode: opcode, key: key, payload: Array(queue.take(payloadLength)))
+        return frame.complete()
     }
 
     private func readBigEndian(at offset: Int, bytes: Int) -> UInt64 {
         var value: UInt64 = 0
         for index in offset..<(offset + bytes) { value = value << 8 | UInt64(queue[offset: index]) }
         return value
+    }
+
+    /// A frame being received: header fields and the payload so far (still masked).
+    private struct IncomingFrame: Sendable {
+        let fin: Bool
+        let opcode: WebSocketOpcode
+        let key: UInt32?
+        let length: Int
+        var payload: [UInt8]
+
+        init(fin: Bool, opcode: WebSocketOpcode, key: UInt32?, length: Int) {
+            self.fin = fin
+            self.opcode = opcode
+            self.key = key
+            self.length = length
+            payload = []
+            payload.reserveCapacity(min(length, Self.reservationLimit))
+        }
+
+        init(fin: Bool, opcode: WebSocketOpcode, key: UInt32?, payload: [UInt8]) {
+            self.fin = fin
+            self.opcode = opcode
+            self.key = key
+            self.length = payload.count
+            self.payload = payload
+        }
+
+        /// Most reserved up front from a declared length (4 MiB: a whole message of either
+        /// side's cap); a bigger payload grows as it arrives.
+        static let reservationLimit = 4 << 20
+
+        /// Payload bytes still to come.
+        var missing: Int { length - payload.count }
+
+        /// The finished frame, unmasked in place (the payload is moved out, not copied).
+        mutating func complete() -> WebSocketFrame {
+            var payload: [UInt8] = []
+            swap(&payload, &self.payload)
+            if let key { WebSocketMasking.apply(key: key, to: &payload, range: 0..<payload.count) }
+            return WebSocketFrame(fin: fin, opcode: opcode, payload: payload)
+        }
     }
 }

@@ -60,6 +60,31 @@ import Testing
         #expect(frames == [WebSocketFrame(opcode: .text, payload: Self.hello), WebSocketFrame(opcode: .pong, payload: Self.hello)])
     }
 
+    /// A payload whose header came in earlier is filled straight from later reads; every
+    /// chunk size, through both the raw-buffer and the array entry points.
+    @Test(arguments: [1, 3, 7, 64, 1000, 70_000])
+    func assemblesPayloadsSpanningManyReads(chunk: Int) throws {
+        let payloads = [[UInt8](repeating: 0x11, count: 300), Self.hello, (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }]
+        let wire = payloads.enumerated().flatMap { index, payload in
+            frameBytes(.binary, payload, maskingKey: 0x37FA_213D &+ UInt32(index))
+        }
+        var parser = WebSocketFrameParser(role: .server, maxDataPayload: 1 << 20)
+        var frames: [WebSocketFrame] = []
+        var offset = 0
+        while offset < wire.count {
+            let piece = wire[offset..<min(wire.count, offset + chunk)]
+            if (offset / chunk).isMultiple(of: 2) {
+                piece.withUnsafeBytes { parser.receive($0) }
+            } else {
+                parser.receive(Array(piece))
+            }
+            offset += piece.count
+            while let frame = try parser.next() { frames.append(frame) }
+        }
+        #expect(frames == payloads.map { WebSocketFrame(opcode: .binary, payload: $0) })
+        #expect(!parser.hasPartialFrame)
+    }
+
     @Test(arguments: WebSocketFixture.recorded.map(\.step))
     func reproducesEveryRecordedFrameHeader(step: Int) throws {
         let frame = try #require(WebSocketFixture.recorded.first { $0.step == step })
