@@ -175,7 +175,10 @@ for text in ["TG://WebProxy?host=Proxy.Example.COM&secret=000102030405060708090A
              " tg://webproxy?server=proxy.example.com:443&secret=000102030405060708090a0b0c0d0e0f&unknown=1&flag&&x= \n",
              "tg://webproxy?server=b%C3%BCcher.example&port=443&secret=000102030405060708090a0b0c0d0e0f",
              "https://t.me/webproxy?server=a.example%2F%2Fx&secret=cAABAgMEBQYHCAkKCwwNDg8",
-             "tg://proxy?server=a.example&port=443&secret=000102030405060708090a0b0c0d0e0f"]:
+             "tg://proxy?server=a.example&port=443&secret=000102030405060708090a0b0c0d0e0f",
+             # a host or base path that spells the secret (the description shows them)
+             "tg://webproxy?server=000102030405060708090a0b0c0d0e0f&secret=000102030405060708090a0b0c0d0e0f",
+             "tg://webproxy?server=a.example%2FcAABAgMEBQYHCAkKCwwNDg8&secret=cAABAgMEBQYHCAkKCwwNDg8"]:
     add("ProxyLink", text)
 add("ProxySecret", b"\x00ee000102030405060708090a0b0c0d0e0f7777772e6578616d706c652e636f6d")
 add("ProxySecret", b"\x00  AAECAwQFBgcICQoLDA0ODw==  ")
