@@ -49,9 +49,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
             file: file, environment: environment, fileReadableByOthers: fileReadableByOthers)
         let configuration = parser.parse(text)
         guard let configuration, parser.errors.isEmpty else {
-            throw ConfigurationError(parser.errors)
+            throw ConfigurationError(inFileOrder(parser.errors))
         }
-        return LoadedConfiguration(configuration: configuration, warnings: parser.warnings)
+        return LoadedConfiguration(configuration: configuration, warnings: inFileOrder(parser.warnings))
+    }
+
+    /// Sorted by line (a section's checks run after its lines are read, so a duplicate
+    /// section can be reported before the problems inside the first one); stable, and
+    /// file-wide problems (no line) first.
+    private static func inFileOrder(_ diagnostics: [ConfigurationDiagnostic]) -> [ConfigurationDiagnostic] {
+        diagnostics.sorted { ($0.line ?? 0) < ($1.line ?? 0) }
     }
 
     /// The relay with this section name.

@@ -68,7 +68,8 @@ struct SmallFile {
 
     /// Reads at most `limit` bytes of valid UTF-8 from a regular file.
     init(path: String, limit: Int, what: String) throws(ConfigurationValueError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             throw ConfigurationValueError("Cannot open the \(what) \(path): \(reason)")

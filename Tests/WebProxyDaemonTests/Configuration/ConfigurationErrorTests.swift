@@ -30,6 +30,12 @@ private let relayBody = "link = \(rootLink)\nlisten = 127.0.0.1:8443\n"
         .init(label: "duplicate relay", text: "[relay home]\n" + relayBody + "[relay home]\n" + relayBody, expected: [
             "test.conf:4: error: [relay home] appears twice (first on line 1) (give every relay its own name)",
         ]),
+        .init(label: "errors in file order", text: "[relay a]\n[relay a]\n" + relayBody, expected: [
+            "test.conf:1: error: Relay 'a' has neither 'link' nor 'host' (add link = tg://webproxy?... or host = relay.example.com with a secret)",
+            "test.conf:1: error: Relay 'a' has no secret (add exactly one of secret, secret-file or secret-credential)",
+            "test.conf:1: error: Relay 'a' has no 'listen' address (add e.g. listen = 127.0.0.1:8443)",
+            "test.conf:2: error: [relay a] appears twice (first on line 1) (give every relay its own name)",
+        ]),
         .init(label: "duplicate daemon section", text: "[daemon]\n[relay a]\n" + relayBody + "[daemon]\n", expected: [
             "test.conf:5: error: [daemon] appears twice (first on line 1) (merge the two [daemon] sections)",
         ]),

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 import WebProxyCore
 @testable import WebProxyDaemon
@@ -111,6 +114,17 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
         #expect(loaded.warnings == [ConfigurationDiagnostic(
             .warning, file: "test.conf", line: 3, "The secret file can be read by other users",
             hint: "run chmod 600 on it, or load it with LoadCredential= and secret-credential")])
+    }
+
+    @Test func secretFileThatIsAFIFOIsRefusedWithoutWaitingForAWriter() throws {
+        let scratch = try OperationsScratchDirectory()
+        let fifo = scratch.path + "/home.secret"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let text = "[relay home]\nhost = relay.example.com\nsecret-file = \(fifo)\nlisten = 127.0.0.1:8443\n"
+        #expect(throws: ConfigurationError([ConfigurationDiagnostic(
+            .error, file: "test.conf", line: 3, "The secret file \(fifo) is not a regular file")])) {
+            try parseConfiguration(text)
+        }
     }
 
     @Test func inlineSecretsInAReadableFileAreWarnings() throws {
