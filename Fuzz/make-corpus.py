@@ -207,6 +207,28 @@ add("HTTPConnectHandshake", b"\x00\x00HTTP/1.1 200 Connection established\r\n\r\
 add("HTTPConnectHandshake", b"\x01\x05HTTP/1.0 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\n\r\n")
 add("HTTPConnectHandshake", b"\x00\x01HTTP/1.1 204\r\nVia: 1.1 proxy\r\n\r\n")
 
+# --- configuration files ([flags] [text]) -------------------------------------------------
+
+with open(os.path.join(ROOT, "..", "systemd", "webproxyd.conf.example")) as f:
+    add("ConfigFile", b"\x00" + f.read().encode(), limit=16384)
+config_relay = ("[relay home]\nhost = Relay.Example.COM\nbase-path = /tp/\n"
+                "secret = dd000102030405060708090a0b0c0d0e0f\nlisten = [::1]:8443\r\n"
+                "carrier = websocket-lanes\nca-file = /etc/ssl/certs/ca-certificates.crt\n"
+                "pin-sha256 = ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs=, PiPoFgA5WUoziU9lZOGxNIu9egCI1CxKy3PurtWcAJ0=\n"
+                "pin-sha256 = Ln0sA6lQeuJl7PW1NWiFpTOTogKdJBOUmXJloaJa78Y=\n"
+                "connect-to = [2001:db8::1]:8443\nproxy = socks5://alice:p%40ssw0rdp%40ssw0rd@127.0.0.1:1080\n"
+                "max-streams = 16\n")
+config_work = ("[relay work]\nlink = tg://webproxy?server=relay.example.com&secret=000102030405060708090a0b0c0d0e0f\n"
+               "listen = 127.0.0.1:8444\nproxy = http://bob:hunter2hunter2hunter2@proxy.example.net:3128\n")
+for flags, text in [
+        (0, "# comment\n; another\n[daemon]\nmetrics = 127.0.0.1:9464\nlog-level = debug\n\n" + config_relay + "\n" + config_work),
+        (1, config_work),
+        (0, config_work.replace("8444", "8443") + "\n" + config_relay.replace("[::1]", "127.0.0.1")),
+        (0, "[relay a]\nhost = a.example\nsecret-file = /nonexistent/secret\nlisten = 127.0.0.1:1\n"),
+        (0, "[relay a]\nhost = a.example\nsecret-credential = a.secret\nlisten = 127.0.0.1:1\nmax-streams = 129\n"),
+        (0, "[relay]\n[daemon\nhsot = x\nsecret = 000102030405060708090a0b0c0d0e0f0\n[relay a]\n[relay a]\n")]:
+    add("ConfigFile", bytes([flags]) + text.encode(), limit=16384)
+
 # --- write -------------------------------------------------------------------------------
 
 if os.path.isdir(CORPUS):
