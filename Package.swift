@@ -30,7 +30,10 @@ let package = Package(
             name: "WebProxyDaemon",
             dependencies: ["WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL"]),
         // A relay written from the contract, for tests, the demo and benchmarks.
-        .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet"]),
+        .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet", "WebProxyTestSupport"]),
+        // Helpers the tests, the benchmarks and the demo share (blocking client, seeded
+        // generator, loop calls); not a product.
+        .target(name: "WebProxyTestSupport", dependencies: ["WebProxyNet"]),
         .executableTarget(
             name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay"]),
         // The test relay as a process, for end-to-end runs with outside clients (Telethon).
@@ -40,14 +43,14 @@ let package = Package(
         // Benchmarks and the soak run (scripts/bench, scripts/soak); never part of the tests.
         .executableTarget(
             name: "webproxyd-bench",
-            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore"],
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore", "WebProxyTestSupport"],
             path: "Benchmarks"),
 
-        .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore"]),
-        .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),
+        .testTarget(name: "WebProxyCoreTests", dependencies: ["WebProxyCore", "WebProxyTestSupport"]),
+        .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL", "WebProxyTestSupport"]),
         .testTarget(
             name: "WebProxyDaemonTests",
-            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore"]),
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore", "WebProxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

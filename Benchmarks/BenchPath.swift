@@ -5,26 +5,7 @@ import WebProxyCore
 import WebProxyDaemon
 import WebProxyNet
 import WebProxyTestRelay
-
-/// Runs `body` on `loop` and waits for its result.
-func onLoop<T>(_ loop: EventLoop, _ body: @escaping () throws -> T) throws -> T {
-    let box = LoopResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) let body = body
-    loop.execute {
-        box.result = Result { try body() }
-        done.signal()
-    }
-    guard done.wait(timeout: .now() + .seconds(30)) == .success, let result = box.result else {
-        throw BenchError("the loop did not answer within 30 s")
-    }
-    return try result.get()
-}
-
-/// Carries a result from a loop thread to the waiting caller (the semaphore orders access).
-final class LoopResultBox<T>: @unchecked Sendable {
-    var result: Result<T, any Error>?
-}
+import WebProxyTestSupport
 
 /// Prints one line at once (stdout may be a pipe, whose stdio buffering would hold lines back).
 func say(_ line: String = "") {
@@ -57,7 +38,7 @@ final class BenchWorld: @unchecked Sendable {
     init() throws {
         backendLoop = try EventLoop(name: "bench-backend")
         let loop = backendLoop
-        backend = try onLoop(loop) { try BenchBackend.start(on: loop) }
+        backend = try runOnLoop(loop) { try BenchBackend.start(on: loop) }
         resolver = try Resolver()
         let authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
@@ -71,7 +52,7 @@ final class BenchWorld: @unchecked Sendable {
 
     func shutdown() {
         let backend = backend
-        _ = try? onLoop(backendLoop) { backend.stop() }
+        _ = try? runOnLoop(backendLoop) { backend.stop() }
         backendLoop.stop()
         backendLoop.waitUntilStopped()
         resolver.shutdown()
@@ -113,14 +94,14 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
         frontLoop = try EventLoop(name: "bench-front")
         entryLoop = try EventLoop(name: entryThreadName)
         let (frontLoop, entryLoop) = (frontLoop, entryLoop)
-        front = try onLoop(frontLoop) {
+        front = try runOnLoop(frontLoop) {
             try TLSTunnel.startFront(on: frontLoop, context: world.serverContext, backend: world.backend.localAddress)
         }
         let endpoint = SecureEndpoint(
             origin: DialTarget(host: BenchWorld.host, port: 443)!,
             connectTo: DialTarget(host: "127.0.0.1", port: front.localAddress.port)!)
         let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: world.clientContext)
-        entry = try onLoop(entryLoop) {
+        entry = try runOnLoop(entryLoop) {
             try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
         }
         port = entry.localAddress.port
@@ -128,8 +109,8 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
 
     func stop() {
         let (front, entry) = (front, entry)
-        _ = try? onLoop(entryLoop) { entry.close() }
-        _ = try? onLoop(frontLoop) { front.close() }
+        _ = try? runOnLoop(entryLoop) { entry.close() }
+        _ = try? runOnLoop(frontLoop) { front.close() }
         entryLoop.stop()
         frontLoop.stop()
         entryLoop.waitUntilStopped()
@@ -154,12 +135,12 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         let host = try RelayHost(BenchWorld.host)
         let profile = RelayProfile(secret: try ProxySecret(parsing: BenchWorld.secret), carrierMode: mode)
         let configuration = TestRelayConfiguration(host: host, profiles: [profile], limits: relayLimits)
-        relay = try onLoop(relayLoop) {
+        relay = try runOnLoop(relayLoop) {
             try TestRelayServer.start(
                 on: relayLoop, listen: .loopbackIPv4(port: 0), configuration: configuration,
                 backends: [world.backend.localAddress], tls: world.serverContext)
         }
-        let listenPort = Self.unusedLoopbackPort()
+        let listenPort = unusedLoopbackPort()
         let link = "tg://webproxy?server=\(BenchWorld.host)&secret=\(BenchWorld.secret)"
         let relayConfiguration = try RelayConfiguration(
             quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
@@ -176,7 +157,7 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         daemon.requestStop()
         _ = daemon.waitUntilStopped()
         let relay = relay
-        _ = try? onLoop(relayLoop) { relay.stop() }
+        _ = try? runOnLoop(relayLoop) { relay.stop() }
         relayLoop.stop()
         relayLoop.waitUntilStopped()
     }
@@ -187,21 +168,5 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
             return Logger(backend: DiscardingLogBackend(), level: .warning)
         }
         return Logger(backend: StandardErrorLogBackend(), level: level)
-    }
-
-    /// A loopback port nothing listens on right now.
-    static func unusedLoopbackPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
     }
 }

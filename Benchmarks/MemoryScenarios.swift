@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import WebProxyTestSupport
 
 /// Memory figures. The in-process figures include the relay, the backend and the clients
 /// living in the same process; the standalone figures are the real `webproxyd` binary in
@@ -28,12 +29,14 @@ struct MemoryResult {
 
 enum MemoryScenarios {
     /// Opens `count` echo streams through `port` and checks each carries data.
-    static func openIdleStreams(port: UInt16, count: Int) -> [LoadClient] {
+    static func openIdleStreams(port: UInt16, count: Int) -> [BlockingClient] {
         (0..<count).compactMap { _ in
-            guard let client = LoadClient(port: port, timeoutSeconds: 10), client.begin(.echo) else { return nil }
+            guard let client = BlockingClient.load(port: port, timeoutSeconds: 10) else { return nil }
             let message = [UInt8](repeating: 1, count: 64)
             var reply = [UInt8](repeating: 0, count: 64)
-            return client.send(message) && client.receive(into: &reply) ? client : nil
+            if client.begin(.echo) && client.send(message) && client.receive(into: &reply) { return client }
+            client.close()
+            return nil
         }
     }
 
@@ -42,6 +45,7 @@ enum MemoryScenarios {
         sleep(1)
         result.inProcessIdle = ProcessProbe.residentBytes()
         let clients = openIdleStreams(port: path.port, count: 128)
+        defer { for client in clients { client.close() } }
         sleep(1)
         result.inProcessIdle128 = ProcessProbe.residentBytes()
         log("  in-process RSS: idle \(mib(result.inProcessIdle)), with \(clients.count) idle streams \(mib(result.inProcessIdle128))")
@@ -57,7 +61,7 @@ enum MemoryScenarios {
             log("  " + result.standaloneNote)
             return
         }
-        let port = DaemonPath.unusedLoopbackPort()
+        let port = unusedLoopbackPort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
@@ -85,17 +89,19 @@ enum MemoryScenarios {
         }
         sleep(2)
         result.standaloneIdle = ProcessProbe.residentBytes(pid: pid)
-        var clients = openIdleStreams(port: port, count: 128)
+        let clients = openIdleStreams(port: port, count: 128)
         sleep(2)
         result.standaloneIdle128 = ProcessProbe.residentBytes(pid: pid)
         log("  standalone webproxyd RSS: idle \(mib(result.standaloneIdle)), with \(clients.count) idle streams \(mib(result.standaloneIdle128)) (peak \(mib(ProcessProbe.peakResidentBytes(pid: pid))))")
-        clients = []
+        for client in clients { client.close() }
         sleep(1)
 
         // Clients that ask for endless downloads and never read.
-        let stalled = (0..<8).compactMap { _ -> LoadClient? in
-            guard let client = LoadClient(port: port), client.begin(.download, count: 1 << 40) else { return nil }
-            return client
+        let stalled = (0..<8).compactMap { _ -> BlockingClient? in
+            guard let client = BlockingClient.load(port: port) else { return nil }
+            if client.begin(.download, count: 1 << 40) { return client }
+            client.close()
+            return nil
         }
         let runStart = ProcessProbe.now()
         while ProcessProbe.now() - runStart < Double(seconds) {
@@ -103,6 +109,7 @@ enum MemoryScenarios {
             result.neverReadingSamples.append((ProcessProbe.now() - runStart, ProcessProbe.residentBytes(pid: pid)))
         }
         result.neverReadingNote = "\(stalled.count) streams each asking for 1 TiB and never reading, \(seconds) s"
+        for client in stalled { client.close() }
         let samples = result.neverReadingSamples.map { "\(format($0.0))s:\(mib($0.1))" }.joined(separator: " ")
         log("  never-reading clients: \(samples)")
     }

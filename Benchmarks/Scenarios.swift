@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import WebProxyTestSupport
 
 /// How much each scenario moves.
 struct BenchSizes {
@@ -38,13 +39,14 @@ enum Scenarios {
     /// Single-stream upload into the sink: MiB/s from the first byte sent to the sink's ack.
     static func upload(_ path: BenchPath, bytes: Int) throws -> Double {
         let seconds = onThreads(1) { _ -> Double? in
-            guard let client = LoadClient(port: path.port) else { return nil }
+            guard let client = BlockingClient.load(port: path.port) else { return nil }
+            defer { client.close() }
             let start = ProcessProbe.now()
             guard client.begin(.upload, count: UInt64(bytes)), client.sendBulk(bytes) else { return nil }
             var ack = [UInt8](repeating: 0, count: 1)
             guard client.receive(into: &ack) else { return nil }
             return ProcessProbe.now() - start
-        }[0]
+        }[0] ?? nil
         guard let seconds else { throw BenchError("\(path.name): upload failed") }
         return Double(bytes) / mebibyte / seconds
     }
@@ -58,7 +60,8 @@ enum Scenarios {
     /// `streams` concurrent downloads sharing `totalBytes`.
     static func concurrentDownload(_ path: BenchPath, streams: Int, totalBytes: Int) throws -> ConcurrentResult {
         let each = totalBytes / streams
-        let clients = (0..<streams).map { _ in LoadClient(port: path.port) }
+        let clients = (0..<streams).map { _ in BlockingClient.load(port: path.port) }
+        defer { for client in clients { client?.close() } }
         guard clients.allSatisfy({ $0 != nil }) else { throw BenchError("\(path.name): connect failed") }
         let start = ProcessProbe.now()
         let finishes = onThreads(streams) { index -> Double? in
@@ -67,7 +70,7 @@ enum Scenarios {
             else { return nil }
             return ProcessProbe.now()
         }
-        let ends = finishes.compactMap { $0 }
+        let ends = finishes.compactMap { $0 ?? nil }
         guard ends.count == streams, let last = ends.max() else {
             throw BenchError("\(path.name): \(streams - ends.count) of \(streams) downloads failed")
         }
@@ -80,7 +83,9 @@ enum Scenarios {
     /// 64-byte echo round trips on one stream: p50/p95/p99 in microseconds.
     static func pingPong(_ path: BenchPath, rounds: Int) throws -> (Double, Double, Double) {
         let samples = onThreads(1) { _ -> [Double] in
-            guard let client = LoadClient(port: path.port), client.begin(.echo) else { return [] }
+            guard let client = BlockingClient.load(port: path.port) else { return [] }
+            defer { client.close() }
+            guard client.begin(.echo) else { return [] }
             let message = [UInt8](repeating: 0x5A, count: 64)
             var reply = [UInt8](repeating: 0, count: 64)
             var samples: [Double] = []
@@ -91,7 +96,7 @@ enum Scenarios {
                 if round >= rounds / 10 { samples.append((ProcessProbe.now() - start) * 1e6) }  // after warm-up
             }
             return samples
-        }[0]
+        }[0] ?? []
         guard !samples.isEmpty else { throw BenchError("\(path.name): ping-pong failed") }
         let sorted = samples.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
@@ -100,8 +105,9 @@ enum Scenarios {
 
     /// Whether one echo of 64 bytes makes it through within `milliseconds`.
     static func echoWorks(_ path: BenchPath, milliseconds: Int) -> Bool {
-        guard let client = LoadClient(port: path.port, timeoutSeconds: 1) else { return false }
-        client.setTimeout(milliseconds: milliseconds)
+        guard let client = BlockingClient.load(port: path.port, timeoutSeconds: 1) else { return false }
+        defer { client.close() }
+        client.setTimeouts(.milliseconds(milliseconds))
         let message = [UInt8](repeating: 0x42, count: 64)
         var reply = [UInt8](repeating: 0, count: 64)
         return client.begin(.echo) && client.send(message) && client.receive(into: &reply) && reply == message

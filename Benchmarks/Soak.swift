@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import WebProxyCore
+import WebProxyTestSupport
 
 /// A long mixed run through the in-process daemon (websocket carrier): bulk streams and
 /// chat-like streams opening and closing, the relay restarted periodically; every 10 s one
@@ -34,7 +35,7 @@ enum Soak {
         for index in 0..<(bulkWorkers + chatWorkers) {
             workers.enter()
             let thread = Thread {
-                var generator = SplitMix(seed: UInt64(index + 1))
+                var generator = SplitMix64(seed: UInt64(index + 1))
                 while !counters.stop.load(ordering: .relaxed) {
                     let ok = index < bulkWorkers
                         ? bulkStream(port: port, generator: &generator, counters: counters)
@@ -74,7 +75,7 @@ enum Soak {
             let rss = ProcessProbe.residentBytes()
             let fds = ProcessProbe.openDescriptorCount()
             let backend = world.backend
-            let backendStreams = (try? onLoop(world.backendLoop) { backend.connectionCount }) ?? -1
+            let backendStreams = (try? runOnLoop(world.backendLoop) { backend.connectionCount }) ?? -1
             samples.append((now - start, rss, fds))
             say(String(
                 format: "%6.0f s %6.1f MiB %5d %8d %8d %6.1f %7d %9d %9d", now - start, Double(rss) / mebibyte, fds,
@@ -114,8 +115,9 @@ enum Soak {
     }
 
     /// One download or upload of 1–16 MiB on a fresh stream.
-    static func bulkStream(port: UInt16, generator: inout SplitMix, counters: Counters) -> Bool {
-        guard let client = LoadClient(port: port, timeoutSeconds: 20) else { return false }
+    static func bulkStream(port: UInt16, generator: inout SplitMix64, counters: Counters) -> Bool {
+        guard let client = BlockingClient.load(port: port, timeoutSeconds: 20) else { return false }
+        defer { client.close() }
         counters.openStreams.add(1, ordering: .relaxed)
         counters.streamsOpened.add(1, ordering: .relaxed)
         defer { counters.openStreams.subtract(1, ordering: .relaxed) }
@@ -132,8 +134,10 @@ enum Soak {
     }
 
     /// 10–100 echoed messages of 16–2048 bytes, 5–50 ms apart, on a fresh stream.
-    static func chatStream(port: UInt16, generator: inout SplitMix, counters: Counters) -> Bool {
-        guard let client = LoadClient(port: port, timeoutSeconds: 20), client.begin(.echo) else { return false }
+    static func chatStream(port: UInt16, generator: inout SplitMix64, counters: Counters) -> Bool {
+        guard let client = BlockingClient.load(port: port, timeoutSeconds: 20) else { return false }
+        defer { client.close() }
+        guard client.begin(.echo) else { return false }
         counters.openStreams.add(1, ordering: .relaxed)
         counters.streamsOpened.add(1, ordering: .relaxed)
         defer { counters.openStreams.subtract(1, ordering: .relaxed) }
@@ -148,18 +152,5 @@ enum Soak {
             usleep(useconds_t(5_000 + generator.next() % 45_000))
         }
         return true
-    }
-}
-
-/// SplitMix64: a small deterministic generator for the soak's choices.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

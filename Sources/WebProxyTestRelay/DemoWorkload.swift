@@ -1,4 +1,5 @@
 import Synchronization
+import WebProxyTestSupport
 
 /// The traffic `webproxyd demo` pushes through one carrier: small-message round trips on one
 /// connection, then a bulk echo from several concurrent connections. Every byte that comes
@@ -54,8 +55,9 @@ public struct DemoWorkload: Sendable {
     private static func pingPong(
         port: UInt16, roundTrips: Int, stallLimit: Duration
     ) throws(DemoFailure) -> [Duration] {
-        let connection = try DemoConnection(port: port, sendTimeout: stallLimit, receiveTimeout: stallLimit)
-        var payload = DemoPayload(seed: 0x726F_756E_6474_7269)
+        let connection = try Self.connect(port: port, sendTimeout: stallLimit, receiveTimeout: stallLimit)
+        defer { connection.close() }
+        var payload = SplitMix64(seed: 0x726F_756E_6474_7269)
         var message = [UInt8](repeating: 0, count: messageBytes)
         var echo = [UInt8](repeating: 0, count: messageBytes)
         var times: [Duration] = []
@@ -70,7 +72,7 @@ public struct DemoWorkload: Sendable {
             var filled = 0
             while filled < messageBytes {
                 let outcome = echo.withUnsafeMutableBytes {
-                    connection.receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+                    connection.receiveSome(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
                 }
                 guard case .bytes(let count) = outcome else {
                     throw DemoFailure(
@@ -90,9 +92,10 @@ public struct DemoWorkload: Sendable {
 
     private func bulkEcho(port: UInt16) throws(DemoFailure) -> (bytes: Int, duration: Duration) {
         let count = max(connections, 1)
-        var sockets: [DemoConnection] = []
+        var sockets: [BlockingClient] = []
+        defer { for socket in sockets { socket.close() } }
         for _ in 0..<count {
-            sockets.append(try DemoConnection(port: port, sendTimeout: stallLimit, receiveTimeout: .milliseconds(100)))
+            sockets.append(try Self.connect(port: port, sendTimeout: stallLimit, receiveTimeout: .milliseconds(100)))
         }
         let streams = (0..<count).map { index in
             BulkStream(share: max(bulkBytes, 0) / count + (index < max(bulkBytes, 0) % count ? 1 : 0))
@@ -120,9 +123,9 @@ public struct DemoWorkload: Sendable {
     }
 
     private static func send(
-        _ stream: BulkStream, over connection: DemoConnection, seed: UInt64, until deadline: ContinuousClock.Instant
+        _ stream: BulkStream, over connection: BlockingClient, seed: UInt64, until deadline: ContinuousClock.Instant
     ) {
-        var payload = DemoPayload(seed: seed)
+        var payload = SplitMix64(seed: seed)
         var digest = DemoDigest()
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while digest.count < stream.share && (digest.count == 0 || ContinuousClock.now < deadline) {
@@ -142,13 +145,13 @@ public struct DemoWorkload: Sendable {
         stream.finishSending(digest)
     }
 
-    private static func receive(_ stream: BulkStream, over connection: DemoConnection, stallLimit: Duration) {
+    private static func receive(_ stream: BulkStream, over connection: BlockingClient, stallLimit: Duration) {
         var digest = DemoDigest()
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         var lastProgress = ContinuousClock.now
         while true {
             let outcome = buffer.withUnsafeMutableBytes { buffer in
-                let outcome = connection.receive(into: buffer)
+                let outcome = connection.receiveSome(into: buffer)
                 if case .bytes(let count) = outcome {
                     digest.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                 }
@@ -183,7 +186,20 @@ public struct DemoWorkload: Sendable {
         }
     }
 
-    private static func describe(_ outcome: DemoConnection.Received) -> String {
+    /// A client of `127.0.0.1:port` with Nagle off, so a 64-byte message leaves at once.
+    private static func connect(
+        port: UInt16, sendTimeout: Duration, receiveTimeout: Duration
+    ) throws(DemoFailure) -> BlockingClient {
+        do throws(BlockingClient.ConnectFailure) {
+            return try BlockingClient(port: port, sendTimeout: sendTimeout, receiveTimeout: receiveTimeout, noDelay: true)
+        } catch {
+            throw error.call == "socket"
+                ? DemoFailure("cannot create a socket (errno \(error.errno))")
+                : DemoFailure("cannot connect to 127.0.0.1:\(port) (errno \(error.errno))")
+        }
+    }
+
+    private static func describe(_ outcome: BlockingClient.Received) -> String {
         switch outcome {
         case .bytes(let count): "\(count) bytes"
         case .timedOut: "no answer in time"

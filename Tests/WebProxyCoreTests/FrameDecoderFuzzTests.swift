@@ -69,13 +69,13 @@ import WebProxyCore
 /// Builds random valid batches for one direction and mutates their encodings.
 private struct Fuzzer {
     let direction: FrameDirection
-    var rng: FrameTestSupport.SplitMix64
+    var rng: SplitMix64
     /// Random bytes that payloads and junk are sliced from, so no payload is built byte by byte.
     let pool: [UInt8]
 
     init(direction: FrameDirection, seed: UInt64) {
         self.direction = direction
-        rng = FrameTestSupport.SplitMix64(seed: seed)
+        rng = SplitMix64(seed: seed)
         var pool: [UInt8] = []
         pool.reserveCapacity(8192)
         for _ in 0..<1024 {

@@ -391,7 +391,7 @@ enum BatchPosition: CaseIterable, Sendable {
     }
 
     @Test func longStreamWithRetainedPayloadsDecodesEveryFrame() throws {
-        var rng = T.SplitMix64(seed: 0xF4A3_E5D1)
+        var rng = SplitMix64(seed: 0xF4A3_E5D1)
         var frames: [Frame] = []
         for index in 0..<20_000 {
             let size = Int(rng.next(below: 300)) + 1
@@ -501,24 +501,11 @@ enum FrameTestSupport {
     static func address(of bytes: ArraySlice<UInt8>) -> UnsafePointer<UInt8>? {
         bytes.withUnsafeBufferPointer { $0.baseAddress }
     }
+}
 
-    /// SplitMix64 (Steele, Lea, Flood 2014): a tiny deterministic generator for seeded tests.
-    struct SplitMix64: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// A value in `0..<bound`; `bound` must be positive.
-        mutating func next(below bound: UInt64) -> UInt64 {
-            bound.multipliedFullWidth(by: next()).high
-        }
+extension SplitMix64 {
+    /// A value in `0..<bound`; `bound` must be positive.
+    mutating func next(below bound: UInt64) -> UInt64 {
+        bound.multipliedFullWidth(by: next()).high
     }
 }

@@ -155,7 +155,7 @@ import Testing
 
     /// parse(render(x)) == x over deterministic pseudo-random hosts, paths, secrets and forms.
     @Test func parseOfRenderIsIdentity() throws {
-        var random = IdentityTestRandom(seed: 0x5EED_1DE7)
+        var random = SplitMix64(seed: 0x5EED_1DE7)
         for _ in 0..<500 {
             let link = try ProxyLink(
                 host: RelayHost(Self.randomHost(&random)),
@@ -172,7 +172,7 @@ import Testing
 
     /// Random mutations of valid links never trap: they parse or throw an IdentityError.
     @Test func mutatedLinksNeverTrap() throws {
-        var random = IdentityTestRandom(seed: 42)
+        var random = SplitMix64(seed: 42)
         let base = Array("tg://webproxy?server=b%C3%BCcher.example%2Fp&secret=\(Self.marked)".utf8)
         let alphabet = Array("%/?#&=:@.-_0x7fFzZ \u{7F}".utf8) + [0xC3, 0xBC]
         var parsed = 0
@@ -191,7 +191,7 @@ import Testing
         #expect(parsed > 0 && parsed < 2000)
     }
 
-    static func randomHost(_ random: inout IdentityTestRandom) -> String {
+    static func randomHost(_ random: inout SplitMix64) -> String {
         let letters = Array("abcdefghijklmnopqrstuvwxyz")
         let inner = Array("abcdefghijklmnopqrstuvwxyz0123456789-")
         let labelCount = 2 + Int(random.next() % 3)
@@ -205,7 +205,7 @@ import Testing
         }.joined(separator: ".")
     }
 
-    static func randomPath(_ random: inout IdentityTestRandom) -> String {
+    static func randomPath(_ random: inout SplitMix64) -> String {
         let first = Array("ABCxyz0129")
         let rest = Array("ABCxyz0129_-")
         return (0..<(1 + Int(random.next() % 3))).map { _ in
@@ -216,21 +216,8 @@ import Testing
         }.joined(separator: "/")
     }
 
-    static func randomSecretBytes(_ random: inout IdentityTestRandom) -> [UInt8] {
+    static func randomSecretBytes(_ random: inout SplitMix64) -> [UInt8] {
         let body = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         return random.next() % 2 == 0 ? body : [0xDD] + body
-    }
-}
-
-/// SplitMix64, a small deterministic generator, so generated tests are reproducible.
-struct IdentityTestRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

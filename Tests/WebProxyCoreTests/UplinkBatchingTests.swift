@@ -1,46 +1,6 @@
 import Testing
 @testable import WebProxyCore
 
-/// A test-only reading of client uplink batches (the real decoder lives elsewhere): walks the
-/// 8-byte headers, checks every frame is whole and well-shaped for the client-to-relay
-/// direction, and rebuilds the `Frame` values. Nil for anything malformed or empty.
-enum MuxBatchWalker {
-    static func frames(in batch: [UInt8]) -> [Frame]? {
-        var frames: [Frame] = []
-        var offset = 0
-        while offset < batch.count {
-            guard batch.count - offset >= Frame.headerLength else { return nil }
-            let rawID = UInt32(batch[offset + 1]) << 16 | UInt32(batch[offset + 2]) << 8 | UInt32(batch[offset + 3])
-            var length = 0
-            for byte in batch[(offset + 4)..<(offset + 8)] { length = length << 8 | Int(byte) }
-            let start = offset + Frame.headerLength
-            guard length <= FrameLimits.maxPayload, batch.count - start >= length,
-                let type = FrameType(rawValue: batch[offset]), let stream = StreamID(rawValue: rawID)
-            else { return nil }
-            let payload = batch[start..<(start + length)]
-            offset = start + length
-            switch type {
-            case .open where length == 0 && !stream.isSession:
-                frames.append(.open(stream: stream))
-            case .data where length > 0 && !stream.isSession:
-                frames.append(.data(stream: stream, payload: payload))
-            case .close where length == 0 && !stream.isSession:
-                frames.append(.close(stream: stream))
-            case .window where length == 4 && !stream.isSession:
-                let delta = payload.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                guard delta > 0 else { return nil }
-                frames.append(.window(stream: stream, delta: delta))
-            case .pong where length <= FrameLimits.maxPingToken && stream.isSession:
-                frames.append(.pong(token: payload))
-            default:
-                return nil
-            }
-        }
-        guard !frames.isEmpty, frames.count <= FrameLimits.maxFramesPerBatch else { return nil }
-        return frames
-    }
-}
-
 extension SessionMux {
     /// Every frame the shared uplink holds now, batch after batch (each batch must walk).
     mutating func drainUplink(
@@ -48,7 +8,7 @@ extension SessionMux {
     ) -> [Frame] {
         var frames: [Frame] = []
         while let batch = nextBatch(maxBytes: maxBytes, maxFrames: maxFrames) {
-            guard let walked = MuxBatchWalker.frames(in: batch) else {
+            guard let walked = uplinkFrames(batch) else {
                 Issue.record("a batch did not walk")
                 return frames
             }
@@ -62,8 +22,13 @@ extension SessionMux {
     mutating func laneFrames(
         _ lane: StreamID, maxBytes: Int = FrameLimits.defaultBatchBytes, maxFrames: Int = FrameLimits.maxFramesPerBatch
     ) -> [Frame]? {
-        nextLaneBatch(for: lane, maxBytes: maxBytes, maxFrames: maxFrames).flatMap(MuxBatchWalker.frames(in:))
+        nextLaneBatch(for: lane, maxBytes: maxBytes, maxFrames: maxFrames).flatMap(uplinkFrames)
     }
+}
+
+/// The frames of an uplink batch as the relay decodes them; nil for anything it rejects.
+private func uplinkFrames(_ batch: [UInt8]) -> [Frame]? {
+    try? FrameBatch.decode(batch[...], direction: .clientToRelay)
 }
 
 private func s(_ raw: UInt32) -> StreamID { StreamID(rawValue: raw) ?? .max }
@@ -87,7 +52,7 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
         _ = try mux.receive(.ping(token: bytes("tok")))
         let encoded = mux.nextBatch()
         let batch = try #require(encoded)
-        #expect(MuxBatchWalker.frames(in: batch) == [
+        #expect(uplinkFrames(batch) == [
             .pong(token: bytes("tok")), .close(stream: s(2)), .window(stream: s(3), delta: 300 << 10),
             .open(stream: four), .data(stream: s(1), payload: bytes("0123456789")),
             .data(stream: four, payload: bytes("hello")),
@@ -108,7 +73,7 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
         let encoded = mux.nextBatch()
         let first = try #require(encoded)
         #expect(first.count == FrameLimits.defaultBatchBytes)
-        let frames = try #require(MuxBatchWalker.frames(in: first))
+        let frames = try #require(uplinkFrames(first))
         #expect(frames.count == 33)
         #expect(frames[0] == .data(stream: bulk, payload: pattern.prefix(64 << 10)))
         #expect(frames[1] == .data(stream: chat, payload: bytes(String(repeating: "c", count: 100))))
@@ -131,7 +96,7 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
         for raw: UInt32 in 1...3 { try mux.enqueue(pattern.prefix(192 << 10), on: s(raw)) }
         var order: [[UInt32]] = []
         while let batch = mux.nextBatch(maxBytes: 2 * dataFrameLength) {
-            let frames = try #require(MuxBatchWalker.frames(in: batch))
+            let frames = try #require(uplinkFrames(batch))
             order.append(frames.map(\.stream.rawValue))
         }
         #expect(order == [[1, 2], [3, 1], [2, 3], [1, 2], [3]])
@@ -144,7 +109,7 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
         var frames: [Frame] = []
         while let batch = mux.nextBatch(maxBytes: 1000) {
             #expect(batch.count <= 1000)
-            frames += try #require(MuxBatchWalker.frames(in: batch))
+            frames += try #require(uplinkFrames(batch))
         }
         #expect(frames.first == .open(stream: id))
         #expect(frames.dropFirst().allSatisfy { $0.payloadLength <= 992 })
@@ -170,10 +135,10 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
     @Test func batchesHoldAtMost4096Frames() throws {
         var mux = SessionMux(configuration: .init(maxLiveStreams: 5000))
         for _ in 0..<5000 { _ = try mux.open() }
-        let first = try #require(mux.nextBatch().flatMap(MuxBatchWalker.frames(in:)))
+        let first = try #require(mux.nextBatch().flatMap(uplinkFrames))
         #expect(first.count == 4096)
         #expect(first.last == .open(stream: s(4096)))
-        let second = try #require(mux.nextBatch().flatMap(MuxBatchWalker.frames(in:)))
+        let second = try #require(mux.nextBatch().flatMap(uplinkFrames))
         #expect(second.count == 904)
         #expect(mux.nextBatch(maxFrames: 100_000) == nil)
     }
@@ -181,10 +146,10 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
     @Test func framesLimitsAreHonouredAndClamped() throws {
         var mux = SessionMux(configuration: .init(maxLiveStreams: 5000))
         for _ in 0..<5000 { _ = try mux.open() }
-        #expect(mux.nextBatch(maxFrames: 3).flatMap(MuxBatchWalker.frames(in:))
+        #expect(mux.nextBatch(maxFrames: 3).flatMap(uplinkFrames)
             == [.open(stream: s(1)), .open(stream: s(2)), .open(stream: s(3))])
-        #expect(mux.nextBatch(maxFrames: 0).flatMap(MuxBatchWalker.frames(in:)) == [.open(stream: s(4))])
-        #expect(mux.nextBatch(maxFrames: 100_000).flatMap(MuxBatchWalker.frames(in:))?.count == 4096)
+        #expect(mux.nextBatch(maxFrames: 0).flatMap(uplinkFrames) == [.open(stream: s(4))])
+        #expect(mux.nextBatch(maxFrames: 100_000).flatMap(uplinkFrames)?.count == 4096)
     }
 
     @Test func byteLimitsAreClampedToTheContract() throws {
@@ -196,7 +161,7 @@ private let lanes = SessionMux.Configuration(uplink: .perStream)
         var pinged = SessionMux()
         let token = pattern.prefix(64)
         _ = try pinged.receive(.ping(token: token))
-        #expect(pinged.nextBatch(maxBytes: 10).flatMap(MuxBatchWalker.frames(in:)) == [.pong(token: token)])
+        #expect(pinged.nextBatch(maxBytes: 10).flatMap(uplinkFrames) == [.pong(token: token)])
     }
 
     @Test func hasPendingUplinkTracksWork() throws {
@@ -336,16 +301,8 @@ extension SessionMux {
     }
 }
 
-/// Deterministic SplitMix64, so a failing seed replays exactly.
-private struct MuxTestRandom {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Draws for the randomized mux run (a failing seed replays exactly).
+private extension SplitMix64 {
     mutating func below(_ bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
     mutating func inRange(_ range: ClosedRange<Int>) -> Int { range.lowerBound + below(range.count) }
     mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
@@ -366,7 +323,7 @@ private struct MuxRandomDriver {
         var closeSent = false
     }
 
-    var random: MuxTestRandom
+    var random: SplitMix64
     var mux = SessionMux(configuration: .init(maxLiveStreams: 8))
     var model: [StreamID: StreamModel] = [:]
     var expectedPongs: [ArraySlice<UInt8>] = []
@@ -377,7 +334,7 @@ private struct MuxRandomDriver {
     var creditResumptions = 0
     var lateFramesIgnored = 0
 
-    init(seed: UInt64) { random = MuxTestRandom(state: seed) }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
     var liveIDs: [StreamID] { model.keys.filter { mux.isLive($0) }.sorted() }
     var relayKnownIDs: [StreamID] { model.filter { $0.value.openSent && !$0.value.relayClosed }.keys.sorted() }
@@ -540,7 +497,7 @@ private struct MuxRandomDriver {
         }
         batches += 1
         #expect(encoded.count <= max(maxBytes, SessionMux.minimumBatchBytes))
-        let frames = try #require(MuxBatchWalker.frames(in: encoded))
+        let frames = try #require(uplinkFrames(encoded))
         #expect(frames.count <= max(1, maxFrames))
         var sawData = false
         for frame in frames {
@@ -595,5 +552,3 @@ private struct MuxRandomDriver {
         #expect(mux.liveStreamCount <= mux.configuration.maxLiveStreams)
     }
 }
-
-extension MuxTestRandom: RandomNumberGenerator {}

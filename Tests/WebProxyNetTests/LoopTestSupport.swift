@@ -3,40 +3,6 @@ import Synchronization
 import Testing
 @testable import WebProxyNet
 
-/// A test that waited too long for the loop.
-struct LoopTestTimeout: Error {}
-
-/// Runs `body` on `loop` and waits (without blocking a pool thread) until it calls `done`,
-/// or fails after `timeout` (a safety bound, not a speed assertion).
-func onLoop<T: Sendable>(
-    _ loop: EventLoop, timeout: Duration = .seconds(10),
-    _ body: @escaping @Sendable (_ done: @escaping (T) -> Void) throws -> Void
-) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        loop.execute {
-            var finished = false
-            let guardTimer = loop.scheduleTimer(after: timeout) {
-                guard !finished else { return }
-                finished = true
-                continuation.resume(throwing: LoopTestTimeout())
-            }
-            do {
-                try body { value in
-                    guard !finished else { return }
-                    finished = true
-                    loop.cancelTimer(guardTimer)
-                    continuation.resume(returning: value)
-                }
-            } catch {
-                guard !finished else { return }
-                finished = true
-                loop.cancelTimer(guardTimer)
-                continuation.resume(throwing: error)
-            }
-        }
-    }
-}
-
 /// A loop for one test, stopped and joined when the test ends.
 func withLoop<T>(_ name: String = "test-loop", _ body: (EventLoop) async throws -> T) async throws -> T {
     let loop = try EventLoop(name: name)
@@ -84,6 +50,24 @@ final class RecordingDelegate: TCPConnectionDelegate {
     func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
         closeError = .some(error)
         onClose?(error)
+    }
+}
+
+extension RecordingDelegate {
+    /// Writes `payload` on `connection` in pieces of `piece` bytes whenever it is writable
+    /// (now and on each `onWritable`), then half-closes it.
+    func write(_ payload: [UInt8], to connection: TCPConnection, inPiecesOf piece: Int) {
+        var offset = 0
+        func pump() {
+            while offset < payload.count && connection.isWritable {
+                let end = min(offset + piece, payload.count)
+                try? connection.write(Array(payload[offset..<end]))
+                offset = end
+            }
+            if offset == payload.count { connection.shutdownWrite() }
+        }
+        onWritable = { _ in pump() }
+        pump()
     }
 }
 

@@ -21,22 +21,12 @@ import Testing
                 #expect(connection.localAddress?.family == listenAddress.family)
                 let client = RecordingDelegate()
                 connection.delegate = client
-                var offset = 0
-                func pump() {
-                    while offset < payload.count && connection.isWritable {
-                        let end = min(offset + 100_000, payload.count)
-                        try? connection.write(Array(payload[offset..<end]))
-                        offset = end
-                    }
-                    if offset == payload.count { connection.shutdownWrite() }
-                }
-                client.onWritable = { _ in pump() }
                 client.onClose = { error in
                     #expect(error == nil)
                     #expect(client.sawEOF)
                     done(client.received)
                 }
-                pump()
+                client.write(payload, to: connection, inPiecesOf: 100_000)
             }
         }
     }

@@ -45,22 +45,12 @@ import Testing
                     #expect(connection.remoteAddress == address)
                     let client = RecordingDelegate()
                     connection.delegate = client
-                    var offset = 0
-                    func pump() {
-                        while offset < payload.count && connection.isWritable {
-                            let end = min(offset + 64_000, payload.count)
-                            try? connection.write(Array(payload[offset..<end]))
-                            offset = end
-                        }
-                        if offset == payload.count { connection.shutdownWrite() }
-                    }
-                    client.onWritable = { _ in pump() }
                     client.onClose = { error in
                         #expect(error == nil)
                         listener.close()
                         done((client.received, peer, mode, access(path, F_OK) != 0))
                     }
-                    pump()
+                    client.write(payload, to: connection, inPiecesOf: 64_000)
                 }
             }
             #expect(outcome.echoed == payload)

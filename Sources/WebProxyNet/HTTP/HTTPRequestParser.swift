@@ -14,34 +14,31 @@ public struct HTTPRequestParser: Sendable {
 
     /// Limits for every request; change `maxBodyBytes` between requests to cap one body.
     public var limits: HTTPParserLimits
-    private var queue = ByteQueue()
     private var state = State.idle
-    private var endOfStream = false
-    private var head: HTTPHeadReader
-    private var body: HTTPBodyReader?
+    private var message: HTTPMessageReader
 
     public init(limits: HTTPParserLimits = HTTPParserLimits()) {
         self.limits = limits
-        self.head = HTTPHeadReader(limits: limits, invalidStartLine: .invalidRequestLine)
+        message = HTTPMessageReader(limits: limits, invalidStartLine: .invalidRequestLine)
     }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: [UInt8]) { queue.append(bytes) }
+    public mutating func receive(_ bytes: [UInt8]) { message.receive(bytes) }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: ArraySlice<UInt8>) { queue.append(bytes) }
+    public mutating func receive(_ bytes: ArraySlice<UInt8>) { message.receive(bytes) }
 
     /// Records that the peer closed the stream.
-    public mutating func receiveEndOfStream() { endOfStream = true }
+    public mutating func receiveEndOfStream() { message.receiveEndOfStream() }
 
     /// Whether no request is partly received, so the connection may close now.
     public var isIdle: Bool {
-        if case .idle = state { return queue.isEmpty }
+        if case .idle = state { return !message.hasBufferedBytes }
         return false
     }
 
     /// After a request that upgraded the connection: the bytes that followed it.
-    public mutating func takeUnparsedBytes() -> [UInt8] { queue.takeAll() }
+    public mutating func takeUnparsedBytes() -> [UInt8] { message.takeUnparsedBytes() }
 
     /// The next event, or nil until more bytes (or the end of the stream) arrive.
     public mutating func next() throws(HTTPError) -> HTTPRequestEvent? {
@@ -63,8 +60,8 @@ public struct HTTPRequestParser: Sendable {
         case .readingBody(let keepAlive):
             return try readBody(keepAlive: keepAlive)
         case .idle:
-            guard !queue.isEmpty else { return nil }
-            head = HTTPHeadReader(limits: limits, invalidStartLine: .invalidRequestLine)
+            guard message.hasBufferedBytes else { return nil }
+            message.startHead(limits: limits)
             state = .readingHead
             return try readHead()
         case .readingHead:
@@ -73,10 +70,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func readHead() throws(HTTPError) -> HTTPRequestEvent? {
-        guard let (startLine, headers) = try head.read(from: &queue) else {
-            if endOfStream { throw .truncatedMessage }
-            return nil
-        }
+        guard let (startLine, headers) = try message.readHead() else { return nil }
         var request = try Self.parseRequestLine(startLine)
         request.headers = headers
         let keepAlive = request.keepAlive
@@ -86,23 +80,19 @@ public struct HTTPRequestParser: Sendable {
         case .unspecified, .contentLength(0):
             state = .ending(keepAlive: keepAlive)
         case .contentLength(let length):
-            body = HTTPBodyReader(framing: .contentLength(length), limits: limits)
+            message.startBody(framing: .contentLength(length), limits: limits)
             state = .readingBody(keepAlive: keepAlive)
         }
         return .head(request)
     }
 
     private mutating func readBody(keepAlive: Bool) throws(HTTPError) -> HTTPRequestEvent? {
-        guard var reader = body else { return nil }
-        let event = try reader.next(from: &queue, atEndOfStream: endOfStream)
-        body = reader
-        switch event {
+        switch try message.readBody() {
         case nil:
             return nil
         case .data(let slice):
             return .body(slice)
         case .end:
-            body = nil
             state = .idle
             return .end(keepAlive: keepAlive)
         }

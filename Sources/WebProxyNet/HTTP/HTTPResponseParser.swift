@@ -19,16 +19,13 @@ public struct HTTPResponseParser: Sendable {
 
     /// Limits for every response; `maxBodyBytes` is the default per-request body cap.
     public var limits: HTTPParserLimits
-    private var queue = ByteQueue()
     private var pending: [PendingRequest] = []
     private var state = State.idle
-    private var endOfStream = false
-    private var head: HTTPHeadReader
-    private var body: HTTPBodyReader?
+    private var message: HTTPMessageReader
 
     public init(limits: HTTPParserLimits = HTTPParserLimits()) {
         self.limits = limits
-        self.head = HTTPHeadReader(limits: limits, invalidStartLine: .invalidStatusLine)
+        message = HTTPMessageReader(limits: limits, invalidStartLine: .invalidStatusLine)
     }
 
     /// Records that a request went out, in order. HEAD responses carry no body; the body of
@@ -39,23 +36,23 @@ public struct HTTPResponseParser: Sendable {
     }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: [UInt8]) { queue.append(bytes) }
+    public mutating func receive(_ bytes: [UInt8]) { message.receive(bytes) }
 
     /// Appends received bytes.
-    public mutating func receive(_ bytes: ArraySlice<UInt8>) { queue.append(bytes) }
+    public mutating func receive(_ bytes: ArraySlice<UInt8>) { message.receive(bytes) }
 
     /// Records that the peer closed the stream (TCP FIN or TLS close_notify).
-    public mutating func receiveEndOfStream() { endOfStream = true }
+    public mutating func receiveEndOfStream() { message.receiveEndOfStream() }
 
     /// Whether no response is outstanding or partly received, so closing the connection
     /// now loses nothing.
     public var isIdle: Bool {
-        if case .idle = state { return pending.isEmpty && queue.isEmpty }
+        if case .idle = state { return pending.isEmpty && !message.hasBufferedBytes }
         return false
     }
 
     /// After `.switchedProtocols`: the bytes that followed the head, for the next protocol.
-    public mutating func takeUnparsedBytes() -> [UInt8] { queue.takeAll() }
+    public mutating func takeUnparsedBytes() -> [UInt8] { message.takeUnparsedBytes() }
 
     /// The next event, or nil until more bytes (or the end of the stream) arrive.
     public mutating func next() throws(HTTPError) -> HTTPResponseEvent? {
@@ -79,12 +76,12 @@ public struct HTTPResponseParser: Sendable {
         case .readingBody(let keepAlive):
             return try readBody(keepAlive: keepAlive)
         case .idle:
-            guard !queue.isEmpty else {
-                if endOfStream && !pending.isEmpty { throw .closedBeforeResponse }
+            guard message.hasBufferedBytes else {
+                if message.hasReachedEndOfStream && !pending.isEmpty { throw .closedBeforeResponse }
                 return nil
             }
             guard !pending.isEmpty else { throw .unsolicitedResponse }
-            head = HTTPHeadReader(limits: limits, invalidStartLine: .invalidStatusLine)
+            message.startHead(limits: limits)
             state = .readingHead
             return try readHead()
         case .readingHead:
@@ -93,10 +90,7 @@ public struct HTTPResponseParser: Sendable {
     }
 
     private mutating func readHead() throws(HTTPError) -> HTTPResponseEvent? {
-        guard let (startLine, headers) = try head.read(from: &queue) else {
-            if endOfStream { throw .truncatedMessage }
-            return nil
-        }
+        guard let (startLine, headers) = try message.readHead() else { return nil }
         var response = try Self.parseStatusLine(startLine)
         response.headers = headers
         let framing = try HTTPMessageFraming.declared(by: headers, version: response.version)
@@ -124,22 +118,18 @@ public struct HTTPResponseParser: Sendable {
         }
         var bodyLimits = limits
         bodyLimits.maxBodyBytes = request.maxBodyBytes
-        body = HTTPBodyReader(framing: framing, limits: bodyLimits)
+        message.startBody(framing: framing, limits: bodyLimits)
         state = .readingBody(keepAlive: keepAlive && framing != .unspecified)
         return .head(response)
     }
 
     private mutating func readBody(keepAlive: Bool) throws(HTTPError) -> HTTPResponseEvent? {
-        guard var reader = body else { return nil }
-        let event = try reader.next(from: &queue, atEndOfStream: endOfStream)
-        body = reader
-        switch event {
+        switch try message.readBody() {
         case nil:
             return nil
         case .data(let slice):
             return .body(slice)
         case .end:
-            body = nil
             state = .idle
             return .end(keepAlive: keepAlive)
         }

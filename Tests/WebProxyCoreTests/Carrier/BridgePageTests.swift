@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func seededGarbageNeverTraps() {
-        var random = F.SeededRandom(state: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         let statement = Array(F.httpsConstStatement.utf8)
         var accepted = 0
         for _ in 0..<2000 {

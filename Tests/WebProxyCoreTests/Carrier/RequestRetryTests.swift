@@ -48,7 +48,7 @@ import Testing
 
     @Test func seededJitterStaysWithinAQuarter() {
         var retry = Retry(firstAttempt: .zero)
-        var rng = F.SeededRandom(state: 42)
+        var rng = SplitMix64(seed: 42)
         let bases: [Duration] = [
             .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5),
             .seconds(5),

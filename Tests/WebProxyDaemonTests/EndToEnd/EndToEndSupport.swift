@@ -134,24 +134,6 @@ func waitUntil(within limit: Duration, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
-/// Runs `body(index)` for each index on a thread of its own (never on Swift's cooperative
-/// pool) and waits up to `limit` for all; a result is nil when its thread did not finish.
-func onThreads<T: Sendable>(_ count: Int, within limit: Duration, _ body: @escaping @Sendable (Int) -> T) -> [T?] {
-    let results = Mutex<[T?]>(Array(repeating: nil, count: count))
-    let group = DispatchGroup()
-    for index in 0..<count {
-        group.enter()
-        Thread.detachNewThread {
-            let value = body(index)
-            results.withLock { $0[index] = value }
-            group.leave()
-        }
-    }
-    let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-    _ = group.wait(timeout: .now() + seconds)
-    return results.withLock { $0 }
-}
-
 /// A value computed on a thread of its own (not Swift's pool), waited for with a bound.
 final class BackgroundWork<T: Sendable>: Sendable {
     private let value = Mutex<T?>(nil)
@@ -198,18 +180,10 @@ func echo(_ payloads: [[UInt8]], over clients: [BlockingClient], within limit: D
 
 /// Deterministic payloads of `size` bytes each (SplitMix64 words, fast in debug builds).
 func testPayloads(count: Int, size: Int, seed: UInt64) -> [[UInt8]] {
-    var generator = SplitMix(seed: seed)
+    var generator = SplitMix64(seed: seed)
     return (0..<count).map { _ in
         var bytes = [UInt8](repeating: 0, count: size)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                var word = generator.next()
-                let take = min(8, raw.count - offset)
-                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: take) }
-                offset += take
-            }
-        }
+        bytes.withUnsafeMutableBytes { generator.fill($0) }
         return bytes
     }
 }
@@ -225,43 +199,4 @@ func residentBytes() -> Int {
 /// A duration in milliseconds, for the test output.
 func milliseconds(_ duration: Duration) -> Int {
     Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
-}
-
-/// SplitMix64: a small deterministic generator for test payloads.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-extension BlockingClient {
-    /// Half-closes: no more bytes from this side (the peer reads EOF).
-    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
-
-    /// Reads until the peer closes or the timeout passes; returns the bytes and whether it closed.
-    func receiveUntilClosed(limit: Int = 64 << 20) -> (bytes: [UInt8], closed: Bool) {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while received.count <= limit {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 || (n < 0 && errno == ECONNRESET) { return (received, true) }
-            guard n > 0 else { return (received, false) }
-            received += buffer[..<n]
-        }
-        return (received, false)
-    }
-
-    /// Sets the kernel's send and receive buffers (small buffers make backpressure reach
-    /// the daemon sooner instead of filling the kernel).
-    func setBuffers(_ bytes: Int32) {
-        var value = bytes
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-    }
 }

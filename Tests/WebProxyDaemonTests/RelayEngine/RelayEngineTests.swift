@@ -27,7 +27,7 @@ import WebProxyCore
                 configuration: TestRelayConfiguration(
                     host: try RelayHost(RelayEngineTests.host), profiles: [profile],
                     limits: relayLimits),
-                random: SeededGenerator(seed: 7))
+                random: SplitMix64(seed: 7))
         }
 
         var capability: Capability {

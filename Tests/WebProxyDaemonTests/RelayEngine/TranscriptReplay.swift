@@ -69,7 +69,7 @@ struct TranscriptReplay {
         engine = RelayEngine(
             configuration: try Self.configuration(
                 longPollMilliseconds: transcript.longPollMilliseconds),
-            random: SeededGenerator(seed: seed))
+            random: SplitMix64(seed: seed))
     }
 
     mutating func run() {
@@ -324,18 +324,5 @@ struct TranscriptReplay {
         where expected[name] == nil && !(sent[connection] ?? []).isEmpty {
             mismatches.append("socket \(name): sent events the recording does not have")
         }
-    }
-}
-
-/// SplitMix64: a deterministic generator for tokens and nonces in tests.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

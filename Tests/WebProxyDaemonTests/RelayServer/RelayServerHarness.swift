@@ -11,22 +11,7 @@ func onRelayLoop<T: Sendable>(
     _ loop: EventLoop, timeout: Duration = .seconds(15),
     _ body: @escaping @Sendable (_ done: @escaping (Result<T, any Error>) -> Void) -> Void
 ) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        loop.execute {
-            var finished = false
-            let guardTimer = loop.scheduleTimer(after: timeout) {
-                guard !finished else { return }
-                finished = true
-                continuation.resume(throwing: RelayServerTimeout())
-            }
-            body { result in
-                guard !finished else { return }
-                finished = true
-                loop.cancelTimer(guardTimer)
-                continuation.resume(with: result)
-            }
-        }
-    }
+    try await onLoop(loop, timeout: timeout) { done in body(done) }.get()
 }
 
 /// A relay on a background loop with real TLS (test CA), an echo backend and an HTTPS client

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import WebProxyCore
 import WebProxyNet
 
@@ -28,37 +27,21 @@ final class StubRelay: @unchecked Sendable {
         authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
         let context = try TLSContext(server: leaf.serverConfiguration)
-        server = try onLoop { [self] () throws -> HTTPServer in
+        server = try runOnLoop(loop, timeout: .seconds(10)) { [self] () throws -> HTTPServer in
             try HTTPServer.start(on: .loopbackIPv4(port: 0), context: context, loop: loop) { [self] request, responder in
                 handle(request, responder)
             }
         }
     }
 
-    var port: UInt16 { (try? onLoop { [self] in server?.localAddress?.port ?? 0 }) ?? 0 }
+    var port: UInt16 { (try? runOnLoop(loop, timeout: .seconds(10)) { [self] in server?.localAddress?.port ?? 0 }) ?? 0 }
 
-    var deleteCount: Int { (try? onLoop { [self] in deletes }) ?? -1 }
+    var deleteCount: Int { (try? runOnLoop(loop, timeout: .seconds(10)) { [self] in deletes }) ?? -1 }
 
     func shutdown() {
         loop.stop()
         loop.waitUntilStopped()
     }
-
-    private func onLoop<T>(_ body: @escaping () throws -> T) throws -> T {
-        nonisolated(unsafe) var result: Result<T, any Error>?
-        nonisolated(unsafe) let body = body
-        let done = DispatchSemaphore(value: 0)
-        loop.execute {
-            result = Result { try body() }
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + .seconds(10)) == .success, let result else {
-            throw StubError.loopStopped
-        }
-        return try result.get()
-    }
-
-    private enum StubError: Error { case loopStopped }
 
     private func handle(_ request: HTTPServerRequest, _ responder: HTTPResponder) {
         let head = request.head
@@ -125,73 +108,6 @@ final class StubRelay: @unchecked Sendable {
         let head = HTTPResponseHead(status: status, reason: status < 300 ? "OK" : "Not Found", headers: HTTPHeaders(headers))
         responder.respond(head, body: status == 204 ? nil : (body ?? []))
     }
-}
-
-/// A blocking loopback client with bounded waits, for talking to the daemon's listener.
-struct BlockingClient {
-    let fd: Int32
-
-    init?(port: UInt16, timeoutSeconds: Int = 5) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            Glibc.close(fd)
-            return nil
-        }
-    }
-
-    func send(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
-    }
-
-    /// Reads until `count` bytes arrived, the peer closed, or the timeout passed.
-    func receive(count: Int) -> [UInt8] {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while received.count < count {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            received += buffer[..<n]
-        }
-        return received
-    }
-
-    /// Whether the peer closed (EOF or reset) within the timeout, with no data first.
-    func waitForClose() -> Bool {
-        var byte: UInt8 = 0
-        let n = recv(fd, &byte, 1, 0)
-        return n == 0 || (n < 0 && errno == ECONNRESET)
-    }
-
-    func close() { Glibc.close(fd) }
-}
-
-/// A loopback port nothing listens on right now (bound to port 0, then released).
-func unusedLoopbackPort() -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
-        }
-    }
-    return UInt16(bigEndian: address.sin_port)
 }
 
 /// Writes `text` to a fresh file in /tmp and returns its path.

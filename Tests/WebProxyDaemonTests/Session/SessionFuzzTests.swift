@@ -27,7 +27,7 @@ struct SessionFuzzTests {
 /// The simulated relay and local side, and the invariant checks.
 struct FuzzWorld {
     let mode: CarrierMode
-    var random: SeededRandom
+    var random: SplitMix64
     var h: SessionHarness
     var violations: [String] = []
     var sessionsUp = 0
@@ -57,8 +57,8 @@ struct FuzzWorld {
 
     init(mode: CarrierMode, seed: UInt64) {
         self.mode = mode
-        random = SeededRandom(state: seed &* 0x1234_5678_9ABC)
-        h = SessionHarness(settings: FuzzWorld.settings, random: SeededRandom(state: seed))
+        random = SplitMix64(seed: seed &* 0x1234_5678_9ABC)
+        h = SessionHarness(settings: FuzzWorld.settings, random: SplitMix64(seed: seed))
         feed(.start)
     }
 

@@ -138,16 +138,3 @@ func stream(_ raw: UInt32) -> StreamID {
 struct ZeroRandom: RandomNumberGenerator, Sendable {
     mutating func next() -> UInt64 { 0 }
 }
-
-/// SplitMix64: a deterministic generator for seeded tests.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

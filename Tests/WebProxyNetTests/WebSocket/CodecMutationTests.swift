@@ -6,7 +6,7 @@ import Testing
 @Suite struct CodecMutationTests {
     static let interestingBytes: [UInt8] = Array("\r\n\0: 0f;-,\t\u{7F}".utf8) + [0x80, 0xFF, 0x7E, 0x7F, 0x88, 0x89]
 
-    static func mutate(_ input: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], using generator: inout SplitMix64) -> [UInt8] {
         var bytes = input
         for _ in 0..<Int.random(in: 1...4, using: &generator) {
             guard !bytes.isEmpty else { break }
@@ -25,7 +25,7 @@ import Testing
         return bytes
     }
 
-    static func randomPieces(_ input: [UInt8], using generator: inout SeededGenerator) -> [ArraySlice<UInt8>] {
+    static func randomPieces(_ input: [UInt8], using generator: inout SplitMix64) -> [ArraySlice<UInt8>] {
         var pieces: [ArraySlice<UInt8>] = []
         var start = 0
         while start < input.count {
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func responseParserSurvivesMutations() {
-        var generator = SeededGenerator(seed: 0x0048_5454_5031)
+        var generator = SplitMix64(seed: 0x0048_5454_5031)
         let (base, methods, _) = HTTPResponseParserTests.conversation
         var limits = HTTPParserLimits()
         limits.maxBodyBytes = 64
@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test func requestParserSurvivesMutations() {
-        var generator = SeededGenerator(seed: 0x0048_5454_5032)
+        var generator = SplitMix64(seed: 0x0048_5454_5032)
         let (base, _) = HTTPRequestParserTests.conversation
         var limits = HTTPParserLimits()
         limits.maxBodyBytes = 16
@@ -108,7 +108,7 @@ import Testing
     }
 
     @Test func webSocketSurvivesMutations() {
-        var generator = SeededGenerator(seed: 0x0057_5336_3435)
+        var generator = SplitMix64(seed: 0x0057_5336_3435)
         // Recorded frames minus their Close frames (which would end the stream early), a
         // fragmented message, and one Close at the very end.
         let relayWire = WebSocketFixture.recorded.filter { $0.direction == .relayToClient && $0.opcode != 8 }

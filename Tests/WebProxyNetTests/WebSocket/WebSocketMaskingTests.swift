@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func matchesTheByteLoopForEveryLengthAndAlignment() {
-        var generator = SeededGenerator(seed: 6455)
+        var generator = SplitMix64(seed: 6455)
         let source = (0..<200).map { _ in UInt8.random(in: 0...255, using: &generator) }
         for start in 0..<8 {
             for length in 0...(source.count - start - 8) where length < 80 || length % 17 == 0 {
