@@ -105,14 +105,14 @@ public struct ProxyLink: Sendable, Equatable, CustomStringConvertible,
             secretValue = secret.basePathLinkValue
         }
         let prefix = form == .deepLink ? "tg://webproxy?" : "https://t.me/webproxy?"
-        return prefix + "server=" + Self.percentEncoded(server) + "&secret=" + secretValue
+        return prefix + "server=" + PercentEncoding.encoded(server) + "&secret=" + secretValue
     }
 
     /// The ordinary MTProxy link Telegram should use to reach the local webproxyd listener:
     /// `tg://proxy?server=<server>&port=<port>&secret=<lowercase hex of the same secret>`.
     /// Contains the secret: never log it.
     public static func localProxyLink(server: String, port: UInt16, secret: ProxySecret) -> String {
-        "tg://proxy?server=" + percentEncoded(server) + "&port=" + String(port)
+        "tg://proxy?server=" + PercentEncoding.encoded(server) + "&port=" + String(port)
             + "&secret=" + secret.hex
     }
 
@@ -153,45 +153,15 @@ public struct ProxyLink: Sendable, Equatable, CustomStringConvertible,
         return path
     }
 
-    /// Strict percent-decoding: every `%` must start an escape of two hex digits and the
-    /// result must be valid UTF-8.
+    /// Strict percent-decoding to valid UTF-8.
     private static func percentDecoded(_ text: Substring) throws(IdentityError) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(ProxySecret.hexValue),
-                  let low = iterator.next().flatMap(ProxySecret.hexValue)
-            else {
-                throw linkError("The link has a malformed percent escape; copy the link again.")
-            }
-            bytes.append(high << 4 | low)
+        guard let bytes = PercentEncoding.decodedBytes(text) else {
+            throw linkError("The link has a malformed percent escape; copy the link again.")
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw linkError("The link has percent escapes that are not valid UTF-8.")
         }
         return decoded
-    }
-
-    /// Percent-encodes everything but RFC 3986 unreserved characters.
-    private static func percentEncoded(_ text: String) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var output: [UInt8] = []
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
-                output.append(byte)
-            default:
-                output += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
-            }
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 
     private static func linkError(_ message: String) -> IdentityError {

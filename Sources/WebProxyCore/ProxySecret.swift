@@ -55,7 +55,7 @@ public struct ProxySecret: Sendable, Equatable, CustomStringConvertible,
         guard !characters.isEmpty else {
             throw IdentityError(.invalidSecret, "The secret is empty; paste the relay's secret.")
         }
-        let isHex = characters.allSatisfy { Self.hexValue($0) != nil }
+        let isHex = characters.allSatisfy { PercentEncoding.hexValue($0) != nil }
         if isHex, characters.count == 32 || characters.count == 34 {
             try self.init(bytes: Self.decodeHex(characters))
             return
@@ -140,23 +140,13 @@ public struct ProxySecret: Sendable, Equatable, CustomStringConvertible,
         plain or dd secret. Ask the relay operator for the relay's WEB link or its plain secret.
         """)
 
-    /// The value of one ASCII hex digit (either case); nil for anything else.
-    static func hexValue(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
     /// Decodes an even number of characters already checked to be hex digits.
     private static func decodeHex(_ characters: some Collection<UInt8>) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(characters.count / 2)
         var high: UInt8?
         for character in characters {
-            let value = hexValue(character) ?? 0
+            let value = PercentEncoding.hexValue(character) ?? 0
             if let pending = high {
                 output.append(pending << 4 | value)
                 high = nil

@@ -1,3 +1,5 @@
+import WebProxyCore
+
 /// Finds the 43-character base64url runs of a request (percent-decoded target, header names
 /// and values) so the engine can tell the relay's own traffic from the public website's:
 /// a request with no authentic capability or token anywhere goes to the website unchanged.
@@ -33,7 +35,8 @@ enum SecretScanner {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                let high = PercentEncoding.hexValue(bytes[index + 1]),
+                let low = PercentEncoding.hexValue(bytes[index + 2])
             {
                 out.append(high << 4 | low)
                 index += 3
@@ -43,14 +46,5 @@ enum SecretScanner {
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

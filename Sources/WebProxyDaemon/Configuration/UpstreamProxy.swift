@@ -1,3 +1,5 @@
+import WebProxyCore
+
 /// An outbound proxy the relay connection goes through: `socks5://[user:pass@]host:port`
 /// or `http://[user:pass@]host:port` (HTTP CONNECT).
 ///
@@ -82,40 +84,12 @@ public struct UpstreamProxy: Sendable, Equatable, CustomStringConvertible,
 
     /// Strict percent-decoding to valid UTF-8; nil when malformed.
     private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue),
-                  let low = iterator.next().flatMap(hexValue)
-            else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentEncoding.decodedBytes(text).flatMap { String(validating: $0, as: UTF8.self) }
     }
 
     /// Escapes the characters that would break the URL shape when shown.
     private static func percentEncoded(_ text: String) -> String {
-        var output = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "%", "@", ":", "/": output += "%" + String(scalar.value, radix: 16, uppercase: true)
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
+        PercentEncoding.encoded(text) { !"%@:/".utf8.contains($0) }
     }
 
     private static let formatHint = "write socks5://[user:pass@]host:port or http://[user:pass@]host:port"
