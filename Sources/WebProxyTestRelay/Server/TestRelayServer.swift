@@ -38,9 +38,14 @@ public final class TestRelayServer: @unchecked Sendable {
     /// Responses to drop after the engine applied their request, by request path suffix.
     private var appliedResponseDrops: [String: Int] = [:]
     /// Raw answers to send instead of the engine's, after it applied the request, by path suffix.
-    private var rawResponses: [String: (count: Int, bytes: [UInt8])] = [:]
+    private var rawResponses: [String: RawAnswer] = [:]
+    /// Raw answers to send instead of handing the request to the engine at all, by path suffix.
+    private var unappliedAnswers: [String: RawAnswer] = [:]
     /// The request path of each HTTP connection awaiting an answer, while drops are armed.
     private var requestPaths: [RelayConnectionID: String] = [:]
+
+    /// Bytes to answer the next `count` matching requests with.
+    private typealias RawAnswer = (count: Int, bytes: [UInt8])
 
     /// One backend connection: dialing (writes and pauses remembered) or open.
     private final class BackendLink {
@@ -150,7 +155,7 @@ public final class TestRelayServer: @unchecked Sendable {
     /// (such as "/up" or "/down") are applied by the engine, then their connection is reset
     /// instead of answered — `dropResponses` aimed at one endpoint.
     public func dropAppliedResponses(_ count: Int, pathSuffix: String) {
-        loop.execute { [self] in appliedResponseDrops[pathSuffix, default: 0] += count }
+        arm { [self] in appliedResponseDrops[pathSuffix, default: 0] += count }
     }
 
     /// Armed raw answers not yet used, by path suffix (loop thread).
@@ -161,12 +166,30 @@ public final class TestRelayServer: @unchecked Sendable {
     /// head or body) and their connection closed — a relay that answers nonsense. A count of
     /// 0 disarms.
     public func replaceAppliedResponses(_ count: Int, pathSuffix: String, with bytes: [UInt8] = []) {
-        loop.execute { [self] in rawResponses[pathSuffix] = count > 0 ? (count, bytes) : nil }
+        arm { [self] in rawResponses[pathSuffix] = count > 0 ? (count, bytes) : nil }
+    }
+
+    /// Armed unapplied raw answers not yet used, by path suffix (loop thread).
+    public var pendingUnappliedAnswers: [String: Int] { unappliedAnswers.mapValues(\.count) }
+
+    /// From any thread: the next `count` requests whose path (the target without its query)
+    /// ends with `pathSuffix` — "/" for the bridge page, "/session", "/ws" for WebSocket
+    /// upgrades — never reach the engine: they are answered with `bytes` as they are and
+    /// their connection closed, so even the bootstrap or an upgrade can get nonsense. A
+    /// count of 0 disarms.
+    public func answerUnapplied(_ count: Int, pathSuffix: String, with bytes: [UInt8] = []) {
+        arm { [self] in unappliedAnswers[pathSuffix] = count > 0 ? (count, bytes) : nil }
     }
 
     /// Changes the faults from any thread (applied on the loop).
     public func updateFaults(_ change: @escaping @Sendable (inout RelayFaults) -> Void) {
-        loop.execute { [self] in change(&engine.faults) }
+        arm { [self] in change(&engine.faults) }
+    }
+
+    /// Runs a fault change now when called on the loop thread (from a test's hop onto the
+    /// loop, so the fault is armed before the test goes on), else hops onto the loop.
+    private func arm(_ change: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { change() } else { loop.execute(change) }
     }
 
     /// Restarts the relay (every session forgotten) from any thread.
@@ -209,11 +232,16 @@ public final class TestRelayServer: @unchecked Sendable {
             responder.abortConnection()
             return
         }
+        let path = String(request.head.target.prefix { $0 != "?" })
+        if let raw = Self.take(from: &unappliedAnswers, for: path) {
+            responder.respond(rawBytes: raw, keepAlive: false)
+            return
+        }
         let id = RelayConnectionID(nextConnection)
         nextConnection += 1
         responders[id] = responder
         if let key = request.head.headers.first("Sec-WebSocket-Key") { webSocketKeys[id] = key }
-        if !appliedResponseDrops.isEmpty || !rawResponses.isEmpty { requestPaths[id] = request.head.target }
+        if !appliedResponseDrops.isEmpty || !rawResponses.isEmpty { requestPaths[id] = path }
         responder.onConnectionClosed = { [weak self] in
             guard let self, responders.removeValue(forKey: id) != nil else { return }
             webSocketKeys[id] = nil
@@ -257,7 +285,7 @@ public final class TestRelayServer: @unchecked Sendable {
                 responder.abortConnection()
                 return
             }
-            if let path, let raw = takeRawResponse(path) {
+            if let path, let raw = Self.take(from: &rawResponses, for: path) {
                 responder.respond(rawBytes: raw, keepAlive: false)
                 return
             }
@@ -338,12 +366,11 @@ public final class TestRelayServer: @unchecked Sendable {
         return true
     }
 
-    /// The armed raw answer for a request for `path`, if any (and uses it up).
-    private func takeRawResponse(_ path: String) -> [UInt8]? {
-        guard let suffix = rawResponses.keys.first(where: { path.hasSuffix($0) }),
-            let armed = rawResponses[suffix]
+    /// The raw answer armed in `answers` for a request for `path`, if any (and uses it up).
+    private static func take(from answers: inout [String: RawAnswer], for path: String) -> [UInt8]? {
+        guard let suffix = answers.keys.first(where: { path.hasSuffix($0) }), let armed = answers[suffix]
         else { return nil }
-        rawResponses[suffix] = armed.count > 1 ? (armed.count - 1, armed.bytes) : nil
+        answers[suffix] = armed.count > 1 ? (armed.count - 1, armed.bytes) : nil
         return armed.bytes
     }
 

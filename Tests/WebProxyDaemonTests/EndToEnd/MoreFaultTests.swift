@@ -9,8 +9,9 @@ import WebProxyTestRelay
 @testable import WebProxyDaemon
 
 extension EndToEndFaultTests {
-    /// Cases 13–16: a slow relay, a relay answering garbage, frames for unknown streams, and
-    /// a reload during heavy traffic.
+    /// Cases 13–18: a slow relay, a relay answering garbage (to the carrier's requests, the
+    /// bootstrap and the WebSocket upgrade), frames for unknown streams, and a reload during
+    /// heavy traffic.
     @Suite struct MoreFaults {
         static let streams = 4
         static let bytesPerStream = isDebug ? 256 << 10 : 2 << 20
@@ -27,10 +28,11 @@ extension EndToEndFaultTests {
             }
         }
 
-        /// The daemon's `http` stage log lines (request failures name the error class there).
-        static func httpFailureLines(_ rig: EndToEndRig) -> [String] {
-            rig.log.records.filter { $0.fields.stage == "http" && $0.fields.error != nil }
-                .map { StandardErrorLogBackend.line(for: $0) }
+        /// The daemon's log lines of `stage` that name an error class without a session event:
+        /// request failures (`http`) and WebSocket upgrade failures (`carrier`).
+        static func failureLines(_ rig: EndToEndRig, stage: String = "http") -> [String] {
+            rig.log.records.filter { $0.fields.stage == stage && $0.fields.error != nil && $0.fields.event == nil }
+                .map { String(StandardErrorLogBackend.line(for: $0).prefix { $0 != "\n" }) }
         }
 
         /// Case 13 — expected: with every relay response held 300 ms, traffic completes
@@ -54,7 +56,7 @@ extension EndToEndFaultTests {
             rig.expectNoCredentials()
         }
 
-        /// What a relay answering nonsense sends instead of a `/down` answer.
+        /// What a relay answering nonsense sends instead of a proper answer.
         enum Garbage: String, CaseIterable, Sendable, CustomTestStringConvertible {
             case notHTTP, oversizedHead, oversizedBody
 
@@ -77,14 +79,26 @@ extension EndToEndFaultTests {
             }
         }
 
-        /// Case 14a — expected: one garbage answer to `/down` is no HTTP response, which the
-        /// contract (relay-protocol.md §6) retries identically: traffic completes intact, the
-        /// session stays up, the log names the error class.
-        @Test(arguments: Garbage.allCases)
-        func oneGarbageAnswerIsRetriedIntact(garbage: Garbage) async throws {
-            let rig = try await EndToEndRig(mode: .https)
+        /// An https carrier and the endpoint whose answers case 14 replaces with garbage.
+        struct CarrierEndpoint: Sendable, CustomStringConvertible {
+            let mode: CarrierMode
+            let path: String
+
+            var description: String { "\(mode) \(path)" }
+
+            static let all = [CarrierMode.https, .httpsLanes].flatMap { mode in
+                ["/down", "/up"].map { CarrierEndpoint(mode: mode, path: $0) }
+            }
+        }
+
+        /// Case 14a — expected: one garbage answer to `/down` or `/up` (applied by the relay)
+        /// is no HTTP response, which the contract (relay-protocol.md §6) retries identically:
+        /// traffic completes intact, the session stays up, the log names the error class.
+        @Test(arguments: CarrierEndpoint.all, Garbage.allCases)
+        func oneGarbageAnswerIsRetriedIntact(target: CarrierEndpoint, garbage: Garbage) async throws {
+            let rig = try await EndToEndRig(mode: target.mode)
             #expect(rig.waitForSessionsUp())
-            try await rig.harness.withRelay { $0.replaceAppliedResponses(1, pathSuffix: "/down", with: garbage.bytes) }
+            try await rig.harness.withRelay { $0.replaceAppliedResponses(1, pathSuffix: target.path, with: garbage.bytes) }
             let clock = ContinuousClock()
             let started = clock.now
             try Self.expectIntactEcho(rig, seed: 0x6A4, "one \(garbage) answer")
@@ -92,53 +106,56 @@ extension EndToEndFaultTests {
             let left = try await rig.harness.withRelay { $0.pendingRawResponses }
             #expect(left.isEmpty, "the armed \(garbage) answer was not used: \(left)")
             #expect(rig.sessionsUp == 1, "one \(garbage) answer rebuilt the session")
-            let failures = Self.httpFailureLines(rig)
+            let failures = Self.failureLines(rig)
             #expect(!failures.isEmpty, "no log line names the \(garbage) failure")
-            print("[e2e] case 14a \(garbage): echoed intact in \(milliseconds(took)) ms; logged: \(failures.first ?? "nothing")")
+            print("[e2e] case 14a \(target) \(garbage): echoed intact in \(milliseconds(took)) ms; logged: \(failures.first ?? "nothing")")
             await rig.stop()
             rig.expectNoCredentials()
         }
 
-        /// Case 14b — expected: a relay that answers every `/down` with garbage exhausts the
-        /// retries: the session ends, its local connection is closed after an unchanged prefix,
-        /// and once the relay answers properly again the rebuilt session serves new
-        /// connections. No crash; no credential in the log.
-        @Test(arguments: Garbage.allCases)
-        func garbageEveryTimeEndsTheSessionAndRecovers(garbage: Garbage) async throws {
-            let rig = try await EndToEndRig(mode: .https, settings: EndToEndFaultTests.failFastSettings)
+        /// Case 14b — expected: a relay that answers every `/down` or every `/up` with garbage
+        /// exhausts the retries: the session ends, its local connection is closed after an
+        /// unchanged prefix, and once the relay answers properly again the rebuilt session
+        /// serves new connections. No crash; no credential in the log.
+        @Test(arguments: CarrierEndpoint.all, Garbage.allCases)
+        func garbageEveryTimeEndsTheSessionAndRecovers(target: CarrierEndpoint, garbage: Garbage) async throws {
+            let rig = try await EndToEndRig(mode: target.mode, settings: EndToEndFaultTests.failFastSettings)
             #expect(rig.waitForSessionsUp())
             let client = try #require(rig.connect(timeoutSeconds: 10))
             defer { client.close() }
             let payloads = testPayloads(count: 2, size: 32 << 10, seed: 0x6A5)
             #expect(client.send(payloads[0]))
             #expect(client.receive(count: payloads[0].count) == payloads[0])
-            try await rig.harness.withRelay { $0.replaceAppliedResponses(1000, pathSuffix: "/down", with: garbage.bytes) }
+            try await rig.harness.withRelay { $0.replaceAppliedResponses(1000, pathSuffix: target.path, with: garbage.bytes) }
             let clock = ContinuousClock()
             let started = clock.now
             #expect(client.send(payloads[1]))
             let outcome = client.receiveUntilClosed()
             let closedAfter = clock.now - started
             let lost = waitUntil(within: .seconds(20)) { rig.log.records.contains { $0.fields.event == .sessionLost } }
-            try await rig.harness.withRelay { $0.replaceAppliedResponses(0, pathSuffix: "/down") }
+            try await rig.harness.withRelay { $0.replaceAppliedResponses(0, pathSuffix: target.path) }
             #expect(outcome.closed, "the local connection stayed open under \(garbage) answers")
             #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: payloads[1]), "corrupted bytes reached the client")
             #expect(lost, "\(garbage) answers did not end the session")
             let recovery = EndToEndFaultTests.timeUntilServing(rig, since: started, within: .seconds(30))
             #expect(recovery != nil, "the daemon did not serve again after \(garbage) answers")
             #expect(rig.sessionsUp >= 2)
-            let failures = Self.httpFailureLines(rig)
+            let failures = Self.failureLines(rig)
             #expect(!failures.isEmpty, "no log line names the \(garbage) failure")
             let lostLine = rig.log.records.first { $0.fields.event == .sessionLost }.map { StandardErrorLogBackend.line(for: $0) }
-            print("[e2e] case 14b \(garbage): local closed after \(milliseconds(closedAfter)) ms; serving again after \(recovery.map { "\(milliseconds($0)) ms" } ?? "never"); \(failures.count) failed requests, e.g. \(failures.first ?? "none"); \(lostLine ?? "no session-lost line")")
+            print("[e2e] case 14b \(target) \(garbage): local closed after \(milliseconds(closedAfter)) ms; serving again after \(recovery.map { "\(milliseconds($0)) ms" } ?? "never"); \(failures.count) failed requests, e.g. \(failures.first ?? "none"); \(lostLine ?? "no session-lost line")")
             await rig.stop()
             rig.expectNoCredentials()
         }
 
         /// Case 15 — expected: a DATA frame for a stream id the client never opened is a
-        /// protocol error (relay-protocol.md §5): the session ends, its local connection is
-        /// closed after an unchanged prefix, and the rebuilt session serves new connections.
-        @Test(arguments: [CarrierMode.https, .websocket])
-        func dataForAnUnknownStreamEndsTheSessionAndRecovers(mode: CarrierMode) async throws {
+        /// protocol error (relay-protocol.md §5.2 rule 5; on a lane carrier it is also a
+        /// cross-lane frame). On https, https-lanes and websocket the session ends, its local
+        /// connection is closed after an unchanged prefix, and the rebuilt session serves new
+        /// connections; on websocket-lanes the error is scoped to its lane (§5.1): that
+        /// stream's connection is closed, the session lives on and serves at once.
+        @Test(arguments: CarrierMode.allCases)
+        func dataForAnUnknownStreamFailsItsScopeAndRecovers(mode: CarrierMode) async throws {
             let rig = try await EndToEndRig(mode: mode)
             #expect(rig.waitForSessionsUp())
             let client = try #require(rig.connect(timeoutSeconds: 10))
@@ -156,8 +173,15 @@ extension EndToEndFaultTests {
             let recovery = EndToEndFaultTests.timeUntilServing(rig, since: started)
             #expect(recovery != nil, "over \(mode) the daemon did not serve again")
             let lost = rig.log.records.first { $0.fields.event == .sessionLost }
-            #expect(lost?.fields.error == SessionFailure.Kind.protocolViolation.rawValue, "over \(mode) the session ended as \(lost?.fields.error ?? "nothing")")
-            print("[e2e] case 15 \(mode): local closed after \(outcome.bytes.count) bytes; serving again after \(recovery.map { "\(milliseconds($0)) ms" } ?? "never"); \(lost.map { StandardErrorLogBackend.line(for: $0) } ?? "no session-lost line")")
+            let aborted = rig.lines.first { $0.contains("aborted: the relay sent DATA for stream 16777200") }
+            if mode == .websocketLanes {
+                #expect(lost == nil && rig.sessionsUp == 1, "over \(mode) the lane's error ended the session")
+                #expect(aborted != nil, "over \(mode) no log line names the aborted lane")
+            } else {
+                #expect(lost?.fields.error == SessionFailure.Kind.protocolViolation.rawValue, "over \(mode) the session ended as \(lost?.fields.error ?? "nothing")")
+            }
+            let logged = lost.map { StandardErrorLogBackend.line(for: $0) } ?? aborted ?? "no session-lost or abort line"
+            print("[e2e] case 15 \(mode): local closed after \(outcome.bytes.count) bytes; serving again after \(recovery.map { "\(milliseconds($0)) ms" } ?? "never"); \(logged)")
             await rig.stop()
             rig.expectNoCredentials()
         }
@@ -232,6 +256,109 @@ extension EndToEndFaultTests {
                 #expect(!line.contains(RelayServerHarness.secret) && !line.contains("tg://") && !containsTokenShape(line), "log leaks a credential: \(line)")
             }
             await harness.shutdown()
+        }
+
+        /// A request of the session's setup that cases 17 and 18 answer with garbage.
+        enum SetupRequest: String, Sendable, CustomTestStringConvertible {
+            case bridgePage, sessionCreation, upgrade
+
+            var testDescription: String { rawValue }
+
+            /// The end of its path (relay-protocol.md §2, §3, §4.3).
+            var pathSuffix: String {
+                switch self {
+                case .bridgePage: "/"
+                case .sessionCreation: "/session"
+                case .upgrade: "/ws"
+                }
+            }
+        }
+
+        /// What the daemon did while every `SetupRequest` got garbage, and after.
+        struct SetupGarbageRun {
+            let rig: EndToEndRig
+            /// Sessions the log called up, and the relay held, before the garbage was disarmed.
+            let sessionsUpWhileArmed: Int
+            let relaySessionsWhileArmed: Int
+            /// The first session-down record (`relay-unreachable`, `relay-rejected` or `session-lost`).
+            let down: LogRecord?
+            /// Log lines naming the failed requests or upgrades.
+            let failures: [String]
+            /// The local connection's wait until it was closed.
+            let closedAfter: Duration
+            /// From disarming to the first intact echo on a new connection.
+            let recovery: Duration?
+
+            var summary: String {
+                "local closed after \(milliseconds(closedAfter)) ms; serving again \(recovery.map { "\(milliseconds($0)) ms" } ?? "never") after the relay answered properly; failures logged: \(failures.count), e.g. \(failures.first ?? "none"); \(down.map { StandardErrorLogBackend.line(for: $0) } ?? "no session-down line")"
+            }
+        }
+
+        /// Answers every `request` with `garbage` (never applied by the relay) from before the
+        /// daemon starts; checks that a local connection is closed without a byte (fail closed),
+        /// that a session-down line and a failure line with the error class are logged and the
+        /// garbage was used; then disarms it and measures how long until the daemon serves.
+        static func failsClosedUntilTheRelayAnswers(
+            _ request: SetupRequest, _ garbage: Garbage, mode: CarrierMode
+        ) async throws -> SetupGarbageRun {
+            let harness = try await RelayServerHarness(mode: mode)
+            try await harness.withRelay { $0.answerUnapplied(1000, pathSuffix: request.pathSuffix, with: garbage.bytes) }
+            let rig = try await EndToEndRig(mode: mode, settings: EndToEndFaultTests.failFastSettings, harness: harness)
+            let clock = ContinuousClock()
+            let client = try #require(rig.connect(timeoutSeconds: 10))
+            defer { client.close() }
+            let connected = clock.now
+            #expect(client.send(testPayloads(count: 1, size: 16 << 10, seed: 0x17)[0]))
+            let outcome = client.receiveUntilClosed()
+            let closedAfter = clock.now - connected
+            #expect(outcome.closed && outcome.bytes.isEmpty, "\(garbage) \(request) answers over \(mode): closed \(outcome.closed) after \(outcome.bytes.count) bytes")
+            let downEvents: [LogEvent] = [.relayUnreachable, .relayRejected, .sessionLost]
+            #expect(waitUntil(within: .seconds(20)) { rig.log.records.contains { $0.fields.event.map(downEvents.contains) ?? false } })
+            let left = try await harness.withRelay { $0.pendingUnappliedAnswers[request.pathSuffix] ?? 0 }
+            #expect(left < 1000, "no \(request) got the \(garbage) answer")
+            let relaySessions = try await harness.withRelay { $0.sessionCount }
+            let sessionsUp = rig.sessionsUp
+            let stage = request == .upgrade ? "carrier" : "http"
+            let failures = failureLines(rig, stage: stage)
+            #expect(!failures.isEmpty, "no \(stage) log line names the \(garbage) failure")
+            try await harness.withRelay { $0.answerUnapplied(0, pathSuffix: request.pathSuffix) }
+            let recovery = EndToEndFaultTests.timeUntilServing(rig, since: clock.now, within: .seconds(30))
+            #expect(recovery != nil, "the daemon did not serve again after \(garbage) \(request) answers over \(mode)")
+            return SetupGarbageRun(
+                rig: rig, sessionsUpWhileArmed: sessionsUp, relaySessionsWhileArmed: relaySessions,
+                down: rig.log.records.first { $0.fields.event.map(downEvents.contains) ?? false }, failures: failures,
+                closedAfter: closedAfter, recovery: recovery)
+        }
+
+        /// Case 17 — expected: a relay that answers the bootstrap — the bridge page GET or the
+        /// session creation — with garbage builds no session: every attempt fails with the
+        /// error class logged, the bootstrap ends as `relay-unreachable` (no HTTP response is a
+        /// network failure), a local connection is closed without a byte (fail closed), and
+        /// once the relay answers properly again the daemon serves.
+        @Test(arguments: [SetupRequest.bridgePage, .sessionCreation], Garbage.allCases)
+        func garbageBootstrapBuildsNoSessionAndRecovers(request: SetupRequest, garbage: Garbage) async throws {
+            let run = try await Self.failsClosedUntilTheRelayAnswers(request, garbage, mode: .https)
+            #expect(run.sessionsUpWhileArmed == 0 && run.relaySessionsWhileArmed == 0, "a session was built from \(garbage) \(request) answers")
+            #expect(run.down?.fields.event == .relayUnreachable, "the bootstrap ended as \(run.down?.fields.event?.name ?? "nothing")")
+            print("[e2e] case 17 \(request) \(garbage): \(run.summary)")
+            await run.rig.stop()
+            run.rig.expectNoCredentials()
+        }
+
+        /// Case 18 — expected: a relay that answers every WebSocket upgrade with garbage
+        /// gives the daemon no carrier: the session (created over HTTPS) is lost as
+        /// `carrier-lost` at its first upgrade — the session socket on websocket, the first
+        /// lane on websocket-lanes (a failed new lane ends the session, relay-protocol.md
+        /// §4.4) — a local connection is closed without a byte, the log names the upgrade's
+        /// error, and once the relay answers properly again the daemon serves.
+        @Test(arguments: [CarrierMode.websocket, .websocketLanes], Garbage.allCases)
+        func garbageUpgradeAnswersFailClosedAndRecover(mode: CarrierMode, garbage: Garbage) async throws {
+            let run = try await Self.failsClosedUntilTheRelayAnswers(.upgrade, garbage, mode: mode)
+            #expect(run.down?.fields.event == .sessionLost, "over \(mode) the first failure was \(run.down?.fields.event?.name ?? "nothing")")
+            #expect(run.down?.fields.error == SessionFailure.Kind.carrierLost.rawValue, "over \(mode) the session ended as \(run.down?.fields.error ?? "nothing")")
+            print("[e2e] case 18 \(mode) \(garbage): \(run.summary)")
+            await run.rig.stop()
+            run.rig.expectNoCredentials()
         }
     }
 }
