@@ -433,7 +433,14 @@ final class RelayService {
                 handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)))
             case .failure(let error):
                 sockets[id] = nil
-                logger.debug("a WebSocket upgrade failed", LogFields(stage: "carrier", error: "\(error)"))
+                // A refusal's status reaches the session-lost line; any other cause is only
+                // here, so the operator sees it at warning level.
+                let fields = LogFields(stage: "carrier", error: "\(error)")
+                if case .upgradeRejected = error {
+                    logger.debug("a WebSocket upgrade failed", fields)
+                } else {
+                    logger.warning("a WebSocket upgrade failed", fields)
+                }
                 handle(.webSocketUpgradeFailed(id, response: RelayTransport.upgradeAnswer(error)))
             }
         }

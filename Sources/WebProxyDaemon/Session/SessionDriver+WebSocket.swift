@@ -58,7 +58,8 @@ extension SessionDriver {
             case .retryLater, .accepted: message = "\(what) failed with HTTP \(response.status)"
             }
         } else {
-            message = "\(what) got no answer"
+            // The shell logs the cause (connect, TLS, timeout or an answer that is not HTTP).
+            message = "\(what) got no valid answer"
         }
         fail(SessionFailure(.carrierLost, message), step: &step)
     }
