@@ -19,7 +19,8 @@ public func configFileFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let text = String(decoding: input.rest(), as: UTF8.self)
     let outcome = parse(text, readableByOthers: readableByOthers)
     invariant(outcome == parse(text, readableByOthers: readableByOthers), "parsing is not deterministic")
-    let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
+    // Lines end with LF (CR LF included), counted on bytes: "\r\n" is one Character.
+    let lineCount = text.utf8.count { $0 == UInt8(ascii: "\n") } + 1
     let secrets = secretSpellings(in: text)
     var shown: [String] = []
     switch outcome {
@@ -92,7 +93,9 @@ private func secretSpellings(in text: String) -> [String] {
             }
         case "proxy":
             // scheme://user:password@host:port
-            guard let at = value.lastIndex(of: "@"), let scheme = value.firstRange(of: "://") else { continue }
+            guard let scheme = value.firstRange(of: "://"),
+                let at = value[scheme.upperBound...].lastIndex(of: "@")
+            else { continue }
             let credentials = value[scheme.upperBound..<at]
             if let colon = credentials.firstIndex(of: ":") {
                 found.append(String(credentials[credentials.index(after: colon)...]))
