@@ -8,6 +8,7 @@ import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 
