@@ -1,5 +1,6 @@
 import Testing
 import WebProxyCore
+import WebProxyTestSupport
 
 /// Seeded randomized decoding: random valid batches must round-trip, and random mutations of
 /// them (flipped bytes, tampered lengths, truncations, concatenations, junk) must either

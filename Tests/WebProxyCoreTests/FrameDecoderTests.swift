@@ -1,5 +1,6 @@
 import Testing
 import WebProxyCore
+import WebProxyTestSupport
 
 /// One frame that a side may send, for the table-driven tests.
 struct ValidFrameCase: Sendable, CustomTestStringConvertible {

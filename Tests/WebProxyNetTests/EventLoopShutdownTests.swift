@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import WebProxyTestSupport
 @testable import WebProxyNet
 
 /// A delegate that holds its connection, as the daemon's and the tests' delegates do.

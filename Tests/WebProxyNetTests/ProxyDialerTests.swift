@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import WebProxyTestSupport
 @testable import WebProxyNet
 
 /// A tiny SOCKS5 or HTTP CONNECT proxy for tests, on its own loop. Whatever target it is

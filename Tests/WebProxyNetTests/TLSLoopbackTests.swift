@@ -23,6 +23,26 @@ private final class BlockingTLSConnection {
 
     deinit { close(socket) }
 
+    /// Accepts one connection on `listener` and completes the server handshake.
+    static func accepted(on listener: Int32, context: TLSContext) throws -> BlockingTLSConnection {
+        let accepted = accept(listener, nil, nil)
+        guard accepted >= 0 else { throw SocketFailure("accept") }
+        limitReceiveTime(accepted)
+        let connection = BlockingTLSConnection(socket: accepted, engine: try TLSEngine(serverContext: context))
+        try connection.handshake()
+        return connection
+    }
+
+    /// Connects to 127.0.0.1:`port` and completes the client handshake for the relay's name.
+    static func connected(to port: UInt16, context: TLSContext) throws -> BlockingTLSConnection {
+        let socket = try connectToLoopback(port: port)
+        limitReceiveTime(socket)
+        let connection = BlockingTLSConnection(
+            socket: socket, engine: try TLSEngine(clientContext: context, serverName: TLSFixture.relayName))
+        try connection.handshake()
+        return connection
+    }
+
     func flush() throws {
         let bytes = engine.takeCiphertext()
         var offset = 0
@@ -173,12 +193,7 @@ struct TLSLoopbackTests {
         let request = payload(300_000, seed: 7)
 
         let serverSide: AsyncStream<Result<(echoed: Int, end: TLSEngine.ReadResult?), any Error>> = startOnThread {
-            let accepted = accept(listener, nil, nil)
-            guard accepted >= 0 else { throw SocketFailure("accept") }
-            limitReceiveTime(accepted)
-            let connection = BlockingTLSConnection(
-                socket: accepted, engine: try TLSEngine(serverContext: serverContext))
-            try connection.handshake()
+            let connection = try BlockingTLSConnection.accepted(on: listener, context: serverContext)
             let received = try connection.read(upTo: request.count)
             try connection.writeAll(received.bytes.reversed())
             let end = try connection.read(upTo: 1).end
@@ -188,13 +203,7 @@ struct TLSLoopbackTests {
         }
         let clientSide: (reply: [UInt8], alpn: String?, end: TLSEngine.ReadResult?) =
             try await onThread {
-                let socket = try connectToLoopback(port: port)
-                limitReceiveTime(socket)
-                let connection = BlockingTLSConnection(
-                    socket: socket,
-                    engine: try TLSEngine(
-                        clientContext: clientContext, serverName: TLSFixture.relayName))
-                try connection.handshake()
+                let connection = try BlockingTLSConnection.connected(to: port, context: clientContext)
                 try connection.writeAll(request)
                 let reply = try connection.read(upTo: request.count)
                 #expect(try connection.engine.shutdown() == false)
@@ -218,23 +227,12 @@ struct TLSLoopbackTests {
         defer { close(listener) }
 
         let served = startOnThread {
-            let accepted = accept(listener, nil, nil)
-            guard accepted >= 0 else { throw SocketFailure("accept") }
-            limitReceiveTime(accepted)
-            let connection = BlockingTLSConnection(
-                socket: accepted, engine: try TLSEngine(serverContext: serverContext))
-            try connection.handshake()
+            let connection = try BlockingTLSConnection.accepted(on: listener, context: serverContext)
             try connection.writeAll(payload(1_000))
             // The connection deinit closes the socket: no close_notify.
         }
         let read = try await onThread {
-            let socket = try connectToLoopback(port: port)
-            limitReceiveTime(socket)
-            let connection = BlockingTLSConnection(
-                socket: socket,
-                engine: try TLSEngine(
-                    clientContext: clientContext, serverName: TLSFixture.relayName))
-            try connection.handshake()
+            let connection = try BlockingTLSConnection.connected(to: port, context: clientContext)
             return try connection.read(upTo: 10_000)
         }
         try await value(of: served)

@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import WebProxyTestSupport
 @testable import WebProxyNet
 
 @Suite struct UnixListenerTests {

@@ -5,6 +5,7 @@ import Dispatch
 import Testing
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 

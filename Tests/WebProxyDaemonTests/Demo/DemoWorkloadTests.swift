@@ -6,6 +6,7 @@ import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 

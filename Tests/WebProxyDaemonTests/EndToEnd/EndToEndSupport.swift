@@ -8,6 +8,7 @@ import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 
@@ -107,6 +108,64 @@ final class EndToEndRig: @unchecked Sendable {
             #expect(!containsTokenShape(line), "log holds a token-shaped string: \(line)", sourceLocation: sourceLocation)
         }
     }
+}
+
+extension EndToEndRig {
+    /// Echoes fresh payloads on `streams` new clients (each connect and the echo bounded by
+    /// `limit`) and checks every byte came back once; returns how long that took.
+    @discardableResult
+    func expectIntactEcho(
+        streams: Int, bytesPerStream: Int, seed: UInt64, within limit: Duration, _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Duration {
+        let started = ContinuousClock.now
+        let payloads = testPayloads(count: streams, size: bytesPerStream, seed: seed)
+        let clients = try (0..<streams).map { _ in
+            try #require(connect(timeoutSeconds: Int(limit.components.seconds)), sourceLocation: sourceLocation)
+        }
+        defer { for client in clients { client.close() } }
+        let outcomes = echo(payloads, over: clients, within: limit)
+        for (index, outcome) in outcomes.enumerated() {
+            let intact = outcome.received == payloads[index]
+            #expect(
+                outcome.sentAll && intact, "\(what): stream \(index) got \(outcome.received.count) bytes, intact: \(intact)",
+                sourceLocation: sourceLocation)
+        }
+        return ContinuousClock.now - started
+    }
+
+    /// Connects a client and checks a first 32 KiB payload echoes intact; then lets `arm` set
+    /// up a fault on the relay, sends a second payload and reads until the connection ends.
+    /// The caller closes `client`.
+    func faultMidStream(
+        seed: UInt64, sourceLocation: SourceLocation = #_sourceLocation,
+        arm: @escaping @Sendable (TestRelayServer) -> Void
+    ) async throws -> FaultedStream {
+        let client = try #require(connect(timeoutSeconds: 10), sourceLocation: sourceLocation)
+        let payloads = testPayloads(count: 2, size: 32 << 10, seed: seed)
+        #expect(client.send(payloads[0]), sourceLocation: sourceLocation)
+        #expect(client.receive(count: payloads[0].count) == payloads[0], sourceLocation: sourceLocation)
+        do {
+            try await harness.withRelay(arm)
+        } catch {
+            client.close()
+            throw error
+        }
+        let sent = ContinuousClock.now
+        #expect(client.send(payloads[1]), sourceLocation: sourceLocation)
+        return FaultedStream(client: client, payload: payloads[1], sent: sent, outcome: client.receiveUntilClosed())
+    }
+}
+
+/// A local connection whose second payload was sent after a relay fault was armed.
+struct FaultedStream {
+    let client: BlockingClient
+    /// The payload sent after the fault was armed.
+    let payload: [UInt8]
+    /// When it was sent.
+    let sent: ContinuousClock.Instant
+    /// What came back before the connection ended (or the read gave up).
+    let outcome: (bytes: [UInt8], closed: Bool)
 }
 
 /// Whether `text` holds a run of 43 or more base64url characters (a relay token's shape).

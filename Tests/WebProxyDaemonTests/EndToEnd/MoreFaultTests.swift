@@ -1,10 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 
@@ -15,18 +13,6 @@ extension EndToEndFaultTests {
     @Suite struct MoreFaults {
         static let streams = 4
         static let bytesPerStream = isDebug ? 256 << 10 : 2 << 20
-
-        /// Echoes fresh payloads on `streams` new clients and checks every byte came back once.
-        static func expectIntactEcho(_ rig: EndToEndRig, seed: UInt64, _ what: String) throws {
-            let payloads = testPayloads(count: streams, size: bytesPerStream, seed: seed)
-            let clients = try (0..<streams).map { _ in try #require(rig.connect(timeoutSeconds: 60)) }
-            defer { for client in clients { client.close() } }
-            let outcomes = echo(payloads, over: clients, within: .seconds(60))
-            for (index, outcome) in outcomes.enumerated() {
-                let intact = outcome.received == payloads[index]
-                #expect(outcome.sentAll && intact, "\(what): stream \(index) got \(outcome.received.count) bytes, intact: \(intact)")
-            }
-        }
 
         /// The daemon's log lines of `stage` that name an error class without a session event:
         /// request failures (`http`) and WebSocket upgrade failures (`carrier`).
@@ -47,9 +33,8 @@ extension EndToEndFaultTests {
             let rig = try await EndToEndRig(mode: mode, harness: harness)
             #expect(rig.waitForSessionsUp(within: .seconds(30)))
             let up = clock.now - started
-            let echoStarted = clock.now
-            try Self.expectIntactEcho(rig, seed: 0x510, "slow relay over \(mode)")
-            let took = clock.now - echoStarted
+            let took = try rig.expectIntactEcho(
+                streams: Self.streams, bytesPerStream: Self.bytesPerStream, seed: 0x510, within: .seconds(60), "slow relay over \(mode)")
             #expect(rig.sessionsUp == 1, "over \(mode) the session was rebuilt")
             print("[e2e] case 13 \(mode): 300 ms per response; session up after \(milliseconds(up)) ms; \(Self.streams)×\(Self.bytesPerStream >> 10) KiB echoed intact in \(milliseconds(took)) ms")
             await rig.stop()
@@ -99,10 +84,8 @@ extension EndToEndFaultTests {
             let rig = try await EndToEndRig(mode: target.mode)
             #expect(rig.waitForSessionsUp())
             try await rig.harness.withRelay { $0.replaceAppliedResponses(1, pathSuffix: target.path, with: garbage.bytes) }
-            let clock = ContinuousClock()
-            let started = clock.now
-            try Self.expectIntactEcho(rig, seed: 0x6A4, "one \(garbage) answer")
-            let took = clock.now - started
+            let took = try rig.expectIntactEcho(
+                streams: Self.streams, bytesPerStream: Self.bytesPerStream, seed: 0x6A4, within: .seconds(60), "one \(garbage) answer")
             let left = try await rig.harness.withRelay { $0.pendingRawResponses }
             #expect(left.isEmpty, "the armed \(garbage) answer was not used: \(left)")
             #expect(rig.sessionsUp == 1, "one \(garbage) answer rebuilt the session")
@@ -121,21 +104,16 @@ extension EndToEndFaultTests {
         func garbageEveryTimeEndsTheSessionAndRecovers(target: CarrierEndpoint, garbage: Garbage) async throws {
             let rig = try await EndToEndRig(mode: target.mode, settings: EndToEndFaultTests.failFastSettings)
             #expect(rig.waitForSessionsUp())
-            let client = try #require(rig.connect(timeoutSeconds: 10))
-            defer { client.close() }
-            let payloads = testPayloads(count: 2, size: 32 << 10, seed: 0x6A5)
-            #expect(client.send(payloads[0]))
-            #expect(client.receive(count: payloads[0].count) == payloads[0])
-            try await rig.harness.withRelay { $0.replaceAppliedResponses(1000, pathSuffix: target.path, with: garbage.bytes) }
-            let clock = ContinuousClock()
-            let started = clock.now
-            #expect(client.send(payloads[1]))
-            let outcome = client.receiveUntilClosed()
-            let closedAfter = clock.now - started
+            let faulted = try await rig.faultMidStream(seed: 0x6A5) {
+                $0.replaceAppliedResponses(1000, pathSuffix: target.path, with: garbage.bytes)
+            }
+            defer { faulted.client.close() }
+            let (outcome, started) = (faulted.outcome, faulted.sent)
+            let closedAfter = ContinuousClock.now - started
             let lost = waitUntil(within: .seconds(20)) { rig.log.records.contains { $0.fields.event == .sessionLost } }
             try await rig.harness.withRelay { $0.replaceAppliedResponses(0, pathSuffix: target.path) }
             #expect(outcome.closed, "the local connection stayed open under \(garbage) answers")
-            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: payloads[1]), "corrupted bytes reached the client")
+            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: faulted.payload), "corrupted bytes reached the client")
             #expect(lost, "\(garbage) answers did not end the session")
             let recovery = EndToEndFaultTests.timeUntilServing(rig, since: started, within: .seconds(30))
             #expect(recovery != nil, "the daemon did not serve again after \(garbage) answers")
@@ -158,19 +136,12 @@ extension EndToEndFaultTests {
         func dataForAnUnknownStreamFailsItsScopeAndRecovers(mode: CarrierMode) async throws {
             let rig = try await EndToEndRig(mode: mode)
             #expect(rig.waitForSessionsUp())
-            let client = try #require(rig.connect(timeoutSeconds: 10))
-            defer { client.close() }
-            let payloads = testPayloads(count: 2, size: 32 << 10, seed: 0x15)
-            #expect(client.send(payloads[0]))
-            #expect(client.receive(count: payloads[0].count) == payloads[0])
-            try await rig.harness.withRelay { $0.faults.corruptNextDownlink = .unknownStream }
-            let clock = ContinuousClock()
-            let started = clock.now
-            #expect(client.send(payloads[1]))
-            let outcome = client.receiveUntilClosed()
+            let faulted = try await rig.faultMidStream(seed: 0x15) { $0.faults.corruptNextDownlink = .unknownStream }
+            defer { faulted.client.close() }
+            let outcome = faulted.outcome
             #expect(outcome.closed, "over \(mode) the local connection stayed open")
-            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: payloads[1]), "over \(mode) corrupted bytes reached the client")
-            let recovery = EndToEndFaultTests.timeUntilServing(rig, since: started)
+            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: faulted.payload), "over \(mode) corrupted bytes reached the client")
+            let recovery = EndToEndFaultTests.timeUntilServing(rig, since: faulted.sent)
             #expect(recovery != nil, "over \(mode) the daemon did not serve again")
             let lost = rig.log.records.first { $0.fields.event == .sessionLost }
             let aborted = rig.lines.first { $0.contains("aborted: the relay sent DATA for stream 16777200") }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
 import WebProxyCore
 import WebProxyNet
@@ -14,18 +11,6 @@ extension EndToEndFaultTests {
         static let streams = 4
         static let bytesPerStream = isDebug ? 512 << 10 : 2 << 20
 
-        /// Echoes fresh payloads on `streams` new clients and checks every byte came back once.
-        static func expectIntactEcho(_ rig: EndToEndRig, seed: UInt64, _ what: String) throws {
-            let payloads = testPayloads(count: streams, size: bytesPerStream, seed: seed)
-            let clients = try (0..<streams).map { _ in try #require(rig.connect(timeoutSeconds: 30)) }
-            defer { for client in clients { client.close() } }
-            let outcomes = echo(payloads, over: clients, within: .seconds(30))
-            for (index, outcome) in outcomes.enumerated() {
-                let intact = outcome.received == payloads[index]
-                #expect(outcome.sentAll && intact, "\(what): stream \(index) got \(outcome.received.count) bytes, intact: \(intact)")
-            }
-        }
-
         /// Case 3 — expected: a response the relay applied and then lost (connection reset
         /// instead of the answer) on `/up` or `/down` is retried byte-identically; nothing is
         /// lost and nothing duplicated; the session stays up.
@@ -34,10 +19,9 @@ extension EndToEndFaultTests {
             let rig = try await EndToEndRig(mode: mode)
             #expect(rig.waitForSessionsUp())
             try await rig.harness.withRelay { $0.dropAppliedResponses(3, pathSuffix: endpoint) }
-            let clock = ContinuousClock()
-            let started = clock.now
-            try Self.expectIntactEcho(rig, seed: 0xD20F, "\(endpoint) drops over \(mode)")
-            let took = clock.now - started
+            let took = try rig.expectIntactEcho(
+                streams: Self.streams, bytesPerStream: Self.bytesPerStream, seed: 0xD20F, within: .seconds(30),
+                "\(endpoint) drops over \(mode)")
             let left = try await rig.harness.withRelay { $0.pendingAppliedResponseDrops }
             #expect(left.isEmpty, "the relay did not drop every armed \(endpoint) answer: \(left)")
             let sessions = try await rig.harness.withRelay { $0.sessionCount }
@@ -61,9 +45,8 @@ extension EndToEndFaultTests {
             #expect(rig.waitForSessionsUp(within: .seconds(15)))
             let up = clock.now - started
             if httpCarrier { try await harness.withRelay { $0.faults.unavailableResponses = 3 } }
-            let echoStarted = clock.now
-            try Self.expectIntactEcho(rig, seed: 0x503, "503s over \(mode)")
-            let took = clock.now - echoStarted
+            let took = try rig.expectIntactEcho(
+                streams: Self.streams, bytesPerStream: Self.bytesPerStream, seed: 0x503, within: .seconds(30), "503s over \(mode)")
             let left = try await harness.withRelay { $0.faults.unavailableResponses }
             #expect(left == 0, "\(left) armed 503s were not used")
             print("[e2e] case 4 \(mode): session up after \(milliseconds(up)) ms, echo with 503s in \(milliseconds(took)) ms")
@@ -118,19 +101,12 @@ extension EndToEndFaultTests {
         func malformedDownlinkEndsTheSessionCleanly(mode: CarrierMode, corruption: WebProxyTestRelay.RelayFaults.DownlinkCorruption) async throws {
             let rig = try await EndToEndRig(mode: mode)
             #expect(rig.waitForSessionsUp())
-            let client = try #require(rig.connect(timeoutSeconds: 10))
-            defer { client.close() }
-            let first = testPayloads(count: 2, size: 32 << 10, seed: 0xC0)
-            #expect(client.send(first[0]))
-            #expect(client.receive(count: first[0].count) == first[0])
-            try await rig.harness.withRelay { $0.faults.corruptNextDownlink = corruption }
-            let clock = ContinuousClock()
-            let started = clock.now
-            #expect(client.send(first[1]))
-            let outcome = client.receiveUntilClosed()
+            let faulted = try await rig.faultMidStream(seed: 0xC0) { $0.faults.corruptNextDownlink = corruption }
+            defer { faulted.client.close() }
+            let outcome = faulted.outcome
             #expect(outcome.closed, "over \(mode) the local connection stayed open after \(corruption)")
-            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: first[1]), "over \(mode) corrupted bytes reached the client")
-            let recovery = EndToEndFaultTests.timeUntilServing(rig, since: started)
+            #expect(EndToEndFaultTests.isPrefix(outcome.bytes, of: faulted.payload), "over \(mode) corrupted bytes reached the client")
+            let recovery = EndToEndFaultTests.timeUntilServing(rig, since: faulted.sent)
             #expect(recovery != nil, "over \(mode) the daemon did not serve again")
             let lost = rig.log.records.contains { $0.fields.event == .sessionLost }
             #expect(lost == (mode != .websocketLanes), "over \(mode) session lost: \(lost)")

@@ -5,6 +5,7 @@ import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 
@@ -43,6 +44,20 @@ extension EndToEndFaultTests {
             rig.expectNoCredentials()
         }
 
+        /// Sends a few bytes on a new local connection; checks that it is closed without an
+        /// answer and that a session-down record with the class `unreachable` is logged.
+        static func expectClosedAsUnreachable(_ rig: EndToEndRig, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let client = try #require(rig.connect(timeoutSeconds: 10), sourceLocation: sourceLocation)
+            defer { client.close() }
+            _ = client.send(Array("hello".utf8))
+            let outcome = client.receiveUntilClosed()
+            #expect(outcome.closed && outcome.bytes.isEmpty, sourceLocation: sourceLocation)
+            let classified = waitUntil(within: .seconds(5)) {
+                rig.log.records.contains { $0.fields.event == .relayUnreachable && $0.fields.error == "unreachable" }
+            }
+            #expect(classified, "no session-down record with the class unreachable", sourceLocation: sourceLocation)
+        }
+
         /// Case 10 — expected: with `proxy = socks5://127.0.0.1:<closed port>` every session
         /// attempt fails, locals are closed after the admission wait, the error class is
         /// `unreachable`, and the relay address sees no connection at all (never direct).
@@ -53,15 +68,7 @@ extension EndToEndFaultTests {
                 relay.proxy = try UpstreamProxy(parsing: "socks5://127.0.0.1:\(deadProxy)")
                 relay.connectTo = try HostAndPort(parsing: "127.0.0.1:\(relayAddress.port)", what: "connect-to address")
             }
-            let client = try #require(rig.connect(timeoutSeconds: 10))
-            defer { client.close() }
-            _ = client.send(Array("hello".utf8))
-            let outcome = client.receiveUntilClosed()
-            #expect(outcome.closed && outcome.bytes.isEmpty)
-            let classified = waitUntil(within: .seconds(5)) {
-                rig.log.records.contains { $0.fields.event == .relayUnreachable && $0.fields.error == "unreachable" }
-            }
-            #expect(classified, "no session-down record with the class unreachable")
+            try Self.expectClosedAsUnreachable(rig)
             _ = rig.stopDaemon()
             #expect(relayAddress.pendingConnections() == 0, "the daemon dialled the relay directly")
             let (sessions, handshakes) = try await rig.harness.withRelay { ($0.sessionCount, $0.failedHandshakeCount) }
@@ -79,15 +86,7 @@ extension EndToEndFaultTests {
                 relay.host = try RelayHost("relay.invalid")
                 relay.connectTo = nil
             }
-            let client = try #require(rig.connect(timeoutSeconds: 10))
-            defer { client.close() }
-            _ = client.send(Array("hello".utf8))
-            let outcome = client.receiveUntilClosed()
-            #expect(outcome.closed && outcome.bytes.isEmpty)
-            let classified = waitUntil(within: .seconds(5)) {
-                rig.log.records.contains { $0.fields.event == .relayUnreachable && $0.fields.error == "unreachable" }
-            }
-            #expect(classified, "no session-down record with the class unreachable")
+            try Self.expectClosedAsUnreachable(rig)
             let cause = rig.lines.first { $0.contains("failed after") && $0.contains("connectFailed") }
             #expect(cause != nil, "the log does not say the connection could not be opened")
             print("[e2e] case 11: \(cause ?? "no cause logged")")

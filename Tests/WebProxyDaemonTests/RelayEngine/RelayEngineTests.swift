@@ -1,5 +1,6 @@
 import Testing
 import WebProxyCore
+import WebProxyTestSupport
 
 @testable import WebProxyTestRelay
 

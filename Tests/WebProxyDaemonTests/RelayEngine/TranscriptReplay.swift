@@ -1,5 +1,6 @@
 import WebProxyCore
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 /// Replays a recorded transcript through a `RelayEngine` and lists every difference from
 /// what the reference relay did.

@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 /// A test waited too long for the loop (a safety bound, not a speed assertion).
 struct RelayServerTimeout: Error {}

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 import WebProxyNet
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 

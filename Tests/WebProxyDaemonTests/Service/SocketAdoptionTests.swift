@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 import WebProxyCore
+import WebProxyTestSupport
 
 @testable import WebProxyDaemon
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 
 /// A tiny HTTPS relay for the `https` carrier, faithful to the contract as far as one echo
 /// goes: a bridge page, session creation, `/up` (DATA echoed back with a WINDOW returning its

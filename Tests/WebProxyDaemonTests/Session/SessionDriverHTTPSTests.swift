@@ -4,9 +4,7 @@ import WebProxyCore
 @testable import WebProxyDaemon
 
 @Suite("SessionDriver: https carrier")
-struct SessionDriverHTTPSTests {
-    typealias H = SessionHarness
-    let conn = ConnectionID(7)
+struct SessionDriverHTTPSTests: SessionDriverSuite {
 
     @Test("bootstrap brings the session up and parks the first /down poll at cursor 0")
     func bootstrap() {
@@ -18,8 +16,7 @@ struct SessionDriverHTTPSTests {
 
     @Test("a whole echo: OPEN+DATA in one /up, delivery, cursor advanced after it, coalesced WINDOW")
     func echoLife() {
-        var h = SessionHarness()
-        _ = h.establish(.https)
+        var h = H.established(.https)
         // Nothing reaches the relay before the connection's first bytes.
         #expect(h.on(.localAccepted(conn)) == [])
         #expect(h.supervisor.readAllowance(for: conn) == 4_194_304)
@@ -60,8 +57,7 @@ struct SessionDriverHTTPSTests {
 
     @Test("a request without an answer is retried byte-identically after the backoff")
     func identicalRetry() {
-        var h = SessionHarness()
-        _ = h.establish(.https)
+        var h = H.established(.https)
         _ = h.on(.localAccepted(conn))
         let first = h.on(.localRead(conn, echoBytes))
         guard case .sendHTTP(_, let upRequest, _) = first.first else {
@@ -86,10 +82,7 @@ struct SessionDriverHTTPSTests {
 
     @Test("503 with Retry-After: the identical request again after that wait")
     func serviceUnavailable() {
-        var h = SessionHarness()
-        _ = h.establish(.https)
-        _ = h.on(.localAccepted(conn))
-        _ = h.on(.localRead(conn, echoBytes))
+        var h = H.carrying(conn, over: .https)
         let busy = CarrierResponse(status: 503, headers: [("Retry-After", "1")])
         #expect(h.on(.httpResponse(RequestID(4), busy, wallClockSeconds: 0)) == [.schedule(.retry(RequestID(4)), at: h.at(.seconds(1)))])
         h.advance(.seconds(1))
@@ -100,8 +93,7 @@ struct SessionDriverHTTPSTests {
 
     @Test("404 on /up ends the session: local connections closed, everything cancelled, rebuild after backoff")
     func notFoundOnUp() {
-        var h = SessionHarness()
-        _ = h.establish(.https)
+        var h = H.established(.https)
         _ = h.on(.localAccepted(conn))
         _ = h.on(.localAccepted(ConnectionID(8)))
         _ = h.on(.localRead(conn, echoBytes))
@@ -130,8 +122,7 @@ struct SessionDriverHTTPSTests {
     @Test("a malformed downlink batch and a frame for a never-opened stream end the session")
     func hostileBatches() {
         for body in [[0x7F, 0, 0, 1, 0, 0, 0, 0] as [UInt8], Frame.data(stream: stream(9), payload: [1]).encoded] {
-            var h = SessionHarness()
-            _ = h.establish(.https)
+            var h = H.established(.https)
             let answer = CarrierResponse(status: 200, headers: [("X-Down-Cursor", "1")], body: body)
             let actions = h.on(.httpResponse(RequestID(3), answer, wallClockSeconds: 0))
             guard actions.count == 2, case .sessionDown(let failure) = actions[0] else {
@@ -147,10 +138,7 @@ struct SessionDriverHTTPSTests {
     func downlinkBackpressure() {
         var settings = H.settings
         settings.globalQueueLimit = 20
-        var h = SessionHarness(settings: settings)
-        _ = h.establish(.https)
-        _ = h.on(.localAccepted(conn))
-        _ = h.on(.localRead(conn, echoBytes))
+        var h = H.carrying(conn, over: .https, settings: settings)
         _ = h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
         let batch = H.downBatch(cursor: 1, [.data(stream: stream(1), payload: echoBytes + echoBytes)])
         // 32 bytes queued for the local socket >= 20: delivered, but no new poll, no reading.
@@ -167,10 +155,7 @@ struct SessionDriverHTTPSTests {
 
     @Test("relay CLOSE closes the local connection and lets its queued writes flush; PING is answered")
     func relayCloseAndPing() {
-        var h = SessionHarness()
-        _ = h.establish(.https)
-        _ = h.on(.localAccepted(conn))
-        _ = h.on(.localRead(conn, echoBytes))
+        var h = H.carrying(conn, over: .https)
         let batch = H.downBatch(
             cursor: 1, [.data(stream: stream(1), payload: echoBytes), .close(stream: stream(1)), .ping(token: [1, 2])])
         #expect(

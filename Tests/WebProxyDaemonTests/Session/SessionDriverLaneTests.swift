@@ -4,9 +4,7 @@ import WebProxyCore
 @testable import WebProxyDaemon
 
 @Suite("SessionDriver: https-lanes and websocket-lanes carriers")
-struct SessionDriverLaneTests {
-    typealias H = SessionHarness
-    let conn = ConnectionID(7)
+struct SessionDriverLaneTests: SessionDriverSuite {
 
     @Test("https-lanes: lane 0 polled from the start, OPEN-bearing /up, lane polled after its ack, X-Lane-Closed ends it")
     func httpsLanesLife() {
@@ -43,10 +41,7 @@ struct SessionDriverLaneTests {
 
     @Test("https-lanes: a cross-lane frame ends the whole session")
     func httpsLanesCrossLane() {
-        var h = SessionHarness()
-        _ = h.establish(.httpsLanes)
-        _ = h.on(.localAccepted(conn))
-        _ = h.on(.localRead(conn, echoBytes))
+        var h = H.carrying(conn, over: .httpsLanes)
         _ = h.on(.localAccepted(ConnectionID(8)))
         _ = h.on(.localRead(ConnectionID(8), echoBytes))
         _ = h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))

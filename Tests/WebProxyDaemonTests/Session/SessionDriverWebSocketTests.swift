@@ -4,9 +4,7 @@ import WebProxyCore
 @testable import WebProxyDaemon
 
 @Suite("SessionDriver: websocket carrier")
-struct SessionDriverWebSocketTests {
-    typealias H = SessionHarness
-    let conn = ConnectionID(7)
+struct SessionDriverWebSocketTests: SessionDriverSuite {
     let socket = SocketID(3)
 
     /// Session up, socket 3 open.

@@ -53,6 +53,24 @@ struct SessionHarness {
         return on(.httpResponse(RequestID(2), SessionHarness.created(mode), wallClockSeconds: 0))
     }
 
+    /// A harness whose session is up over `mode` (see `establish`).
+    static func established(_ mode: CarrierMode, settings: SessionSettings = SessionHarness.settings) -> SessionHarness {
+        var harness = SessionHarness(settings: settings)
+        _ = harness.establish(mode)
+        return harness
+    }
+
+    /// A harness whose session is up over `mode`, with `connection` accepted and its first
+    /// `echoBytes` read (on the https carriers that makes request 4 the OPEN-bearing /up).
+    static func carrying(
+        _ connection: ConnectionID, over mode: CarrierMode, settings: SessionSettings = SessionHarness.settings
+    ) -> SessionHarness {
+        var harness = established(mode, settings: settings)
+        _ = harness.on(.localAccepted(connection))
+        _ = harness.on(.localRead(connection, echoBytes))
+        return harness
+    }
+
     static var bridgeRequest: CarrierRequest {
         BridgePage.request(host: host, basePath: "", capability: capability)
     }
@@ -124,6 +142,15 @@ struct SessionHarness {
             status: 101,
             headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Protocol", protocolName)])
     }
+}
+
+/// What the SessionDriver suites share: the harness's short name and the local connection
+/// they drive.
+protocol SessionDriverSuite {}
+
+extension SessionDriverSuite {
+    typealias H = SessionHarness
+    var conn: ConnectionID { ConnectionID(7) }
 }
 
 /// The 16 bytes of the transcripts' first echo.

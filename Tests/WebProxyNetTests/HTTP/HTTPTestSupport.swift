@@ -71,6 +71,16 @@ extension HTTPRequestParser {
     }
 }
 
+/// What `parse(_:with:endOfStream:)` needs of a parser; both HTTP parsers have it.
+protocol DrainableHTTPParser {
+    mutating func receive(_ bytes: ArraySlice<UInt8>)
+    mutating func receiveEndOfStream()
+    mutating func drain(into events: inout [ParsedEvent])
+}
+
+extension HTTPResponseParser: DrainableHTTPParser {}
+extension HTTPRequestParser: DrainableHTTPParser {}
+
 /// Feeds `input` to a fresh response parser in the given pieces, then ends the stream.
 func parseResponses(
     _ pieces: [ArraySlice<UInt8>], methods: [String], limits: HTTPParserLimits = HTTPParserLimits(),
@@ -78,23 +88,20 @@ func parseResponses(
 ) -> [ParsedEvent] {
     var parser = HTTPResponseParser(limits: limits)
     for method in methods { parser.expectResponse(toMethod: method) }
-    var events: [ParsedEvent] = []
-    for piece in pieces {
-        parser.receive(piece)
-        parser.drain(into: &events)
-    }
-    if endOfStream {
-        parser.receiveEndOfStream()
-        parser.drain(into: &events)
-    }
-    return events
+    return parse(pieces, with: parser, endOfStream: endOfStream)
 }
 
 /// Feeds `input` to a fresh request parser in the given pieces, then ends the stream.
 func parseRequests(
     _ pieces: [ArraySlice<UInt8>], limits: HTTPParserLimits = HTTPParserLimits(), endOfStream: Bool = true
 ) -> [ParsedEvent] {
-    var parser = HTTPRequestParser(limits: limits)
+    parse(pieces, with: HTTPRequestParser(limits: limits), endOfStream: endOfStream)
+}
+
+/// Feeds `pieces` to `parser`, draining its events after each one and after the end of the
+/// stream (when `endOfStream`).
+private func parse(_ pieces: [ArraySlice<UInt8>], with parser: some DrainableHTTPParser, endOfStream: Bool) -> [ParsedEvent] {
+    var parser = parser
     var events: [ParsedEvent] = []
     for piece in pieces {
         parser.receive(piece)

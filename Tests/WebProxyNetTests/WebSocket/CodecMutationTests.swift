@@ -1,4 +1,5 @@
 import Testing
+import WebProxyTestSupport
 @testable import WebProxyNet
 
 /// Seeded random mutations of valid inputs, fed in random pieces: the codecs must never

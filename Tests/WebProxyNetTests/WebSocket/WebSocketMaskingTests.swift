@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import WebProxyTestSupport
 @testable import WebProxyNet
 
 #if canImport(Glibc)
