@@ -68,7 +68,10 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     public var remoteAddress: SocketAddress { tls.remoteAddress }
 
     /// Sends one binary message. Throws `.io(.closed)` once closing, `.io(.writeBufferFull)`
-    /// (sending nothing) when the send queue limit would be passed.
+    /// (sending nothing) when the send queue limit would be passed. The peer's Close can
+    /// arrive in the same read as the messages before it, so a delegate may get `.closed`
+    /// while it is handed those messages: that is no reason to `abort()`, which would lose
+    /// the messages still to come; they and `didCloseWith` follow.
     /// The message is framed in place (header written first, payload masked where it
     /// is), so handing over the only reference saves a copy.
     public func send(_ message: consuming [UInt8]) throws(TransportError) {

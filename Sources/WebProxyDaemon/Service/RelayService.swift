@@ -329,6 +329,10 @@ final class RelayService {
                 work.append(.event(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount)))
             } catch {
                 logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
+                // A relay's Close may arrive in the same read as the messages before it, so
+                // the endpoint can be closing while it delivers them: let it deliver the rest
+                // and report the close. Any other refusal is a broken socket.
+                if case .io(let failure) = error, failure.code == .closed { return }
                 endpoint.abort()
             }
         case .sendWebSocketPing(let id):

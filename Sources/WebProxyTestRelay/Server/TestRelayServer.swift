@@ -412,7 +412,8 @@ public final class TestRelayServer: @unchecked Sendable {
     }
 
     /// Sends what waits for `id` while its send queue takes it; a slow reader keeps the rest
-    /// until `webSocketDidDrain`. A socket that is closing has lost its client.
+    /// until `webSocketDidDrain`. A socket whose client sent Close takes nothing more: the
+    /// backlog is dropped, and the messages that came before the Close are still delivered.
     private func flushBacklog(_ id: RelayConnectionID) {
         guard let endpoint = sockets[id] else {
             socketBacklogs[id] = nil
@@ -422,7 +423,13 @@ public final class TestRelayServer: @unchecked Sendable {
             do {
                 try endpoint.send(next)
             } catch {
-                if case .io(let failure) = error, failure.code == .writeBufferFull, endpoint.state == .open { return }
+                if case .io(let failure) = error {
+                    if failure.code == .writeBufferFull, endpoint.state == .open { return }
+                    if failure.code == .closed {
+                        socketBacklogs[id] = nil
+                        return
+                    }
+                }
                 forgetSocket(id)?.abort()
                 dispatch { engine, now in engine.connectionClosed(id, now: now) }
                 return
