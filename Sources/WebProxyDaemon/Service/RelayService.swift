@@ -397,7 +397,11 @@ final class RelayService {
                 logger.debug(
                     "\(request.method) answered \(response.status) in \(loop.now - started)",
                     LogFields(stage: "http"))
-                counters.recordRequest(carrier: carrier, duration: loop.now - started)
+                // The session's DELETE (after it ended, or at stop) is neither bootstrap nor
+                // carrier traffic: it is not timed.
+                if request.method != "DELETE" {
+                    counters.recordRequest(carrier: carrier, duration: loop.now - started)
+                }
                 handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))))
             case .failure(let error):
                 // A connection that cannot be opened (name resolution, proxy, TLS trust) is
