@@ -35,7 +35,7 @@ let package = Package(
         // generator, loop calls); not a product.
         .target(name: "WebProxyTestSupport", dependencies: ["WebProxyNet"]),
         .executableTarget(
-            name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay"]),
+            name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyTestSupport"]),
         // The test relay as a process, for end-to-end runs with outside clients (Telethon).
         .executableTarget(
             name: "webproxyd-testrelay",

@@ -4,6 +4,7 @@ import Glibc
 import WebProxyCore
 import WebProxyDaemon
 import WebProxyTestRelay
+import WebProxyTestSupport
 
 /// `webproxyd demo`: the real daemon in front of our in-process test relay, traffic through
 /// every carrier, and a table of what was measured.
@@ -123,16 +124,9 @@ enum DemoCommand {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DemoFailure("cannot create a socket (errno \(errno))") }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
+        guard let port = bindLoopback(fd) else {
+            throw DemoFailure("cannot find a free loopback port (errno \(errno))")
         }
-        guard bound else { throw DemoFailure("cannot find a free loopback port (errno \(errno))") }
-        return UInt16(bigEndian: address.sin_port)
+        return port
     }
 }

@@ -120,18 +120,7 @@ private final class CorruptingEchoServer: @unchecked Sendable {
     init(flipAt: Int?, answers: Bool = true) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0
-                    && listen(listener, 16) == 0
-            }
-        }
-        try #require(listening)
-        port = UInt16(bigEndian: address.sin_port)
+        port = try #require(bindLoopback(listener, listeningWith: 16))
         Thread.detachNewThread {
             while true {
                 let connection = accept(listener, nil, nil)

@@ -107,21 +107,12 @@ final class ListeningSocket: @unchecked Sendable {
     init?() {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else {
+        guard let port = bindLoopback(fd, listeningWith: 16) else {
             Glibc.close(fd)
             return nil
         }
         self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
     }
 
     /// Accepts (and closes) everything queued; returns how many connections there were.
