@@ -1,10 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// A blocking TCP client of a loopback port, for tests, benchmarks and the demo: use it from a
 /// plain thread. Every wait is bounded by the socket timeouts. Copies share one descriptor,
-/// which `close()` releases (nothing closes it implicitly).
+/// which the first `close()` of any copy releases; later calls do nothing, so a client
+/// closed twice never closes a descriptor number the process has since reused for
+/// something else. Nothing closes it implicitly.
 public struct BlockingClient: Sendable {
     /// What one `receiveSome` call saw.
     public enum Received: Equatable, Sendable {
@@ -24,6 +27,7 @@ public struct BlockingClient: Sendable {
 
     /// The socket, for options a test sets itself.
     public let fd: Int32
+    private let closer: Closer
 
     /// Connects to `127.0.0.1:port` with both timeouts set to `timeoutSeconds`; nil on failure.
     public init?(port: UInt16, timeoutSeconds: Int = 5, noDelay: Bool = false) {
@@ -64,6 +68,7 @@ public struct BlockingClient: Sendable {
             Glibc.close(fd)
             throw ConnectFailure(call: "connect", errno: error)
         }
+        closer = Closer(fd)
     }
 
     /// Sends every byte of `bytes`; false if the peer went away or a send timed out.
@@ -171,7 +176,19 @@ public struct BlockingClient: Sendable {
     }
 
     /// Closes the socket; call it once.
-    public func close() { Glibc.close(fd) }
+    public func close() { closer.close() }
+
+    /// Closes the shared descriptor once.
+    private final class Closer: Sendable {
+        private let fd: Int32
+        private let isOpen = Atomic(true)
+
+        init(_ fd: Int32) { self.fd = fd }
+
+        func close() {
+            if isOpen.exchange(false, ordering: .acquiringAndReleasing) { Glibc.close(fd) }
+        }
+    }
 
     private static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
         let (seconds, attoseconds) = duration.components
