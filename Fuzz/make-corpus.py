@@ -2,7 +2,7 @@
 """Writes the seed corpora in Fuzz/Corpus/<Target>/ from the recorded relay transcripts and
 the unit tests' valid inputs. Deterministic; rerun after changing a fuzz target's input layout.
 
-Usage: Fuzz/make-corpus.py [fixture-dir]   (default /work/shared/fixtures/relay-transcripts)
+Usage: Fuzz/make-corpus.py [fixture-dir]   (default Tests/Fixtures/relay-transcripts)
 
 Each seed starts with the option bytes its target reads (see the header comment of
 Fuzz/<Target>Fuzzer.swift). Seeds are deduplicated, at most 4 KiB each (64 KiB for the
@@ -18,7 +18,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(ROOT, "Corpus")
-FIXTURES = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/fixtures/relay-transcripts"
+FIXTURES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Fixtures", "relay-transcripts")
 MAX_SEED = 4096
 WS_MASK_KEY = bytes.fromhex("37fa213d")  # the recorder's fixed masking key (fixture README)
 

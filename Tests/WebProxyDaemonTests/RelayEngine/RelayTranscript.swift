@@ -1,7 +1,7 @@
 import Foundation
 import WebProxyCore
 
-/// One recorded scenario of the reference relay (`shared/fixtures/relay-transcripts/*.json`),
+/// One recorded scenario of the reference relay (`Tests/Fixtures/relay-transcripts/*.json`),
 /// parsed into what the replay needs.
 struct RelayTranscript {
     let name: String
@@ -99,8 +99,7 @@ struct RelayTranscript {
 
     static let directory: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/fixtures/relay-transcripts")
+        .appendingPathComponent("Fixtures/relay-transcripts")
 
     init(file: String) throws {
         let data = try Data(contentsOf: Self.directory.appendingPathComponent(file))

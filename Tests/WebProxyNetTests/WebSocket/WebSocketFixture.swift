@@ -25,7 +25,7 @@ struct RecordedFrame: Sendable {
     }
 }
 
-/// Generated from /work/shared/fixtures/relay-transcripts/07-websocket.json (frames only).
+/// Generated from Tests/Fixtures/relay-transcripts/07-websocket.json (frames only).
 enum WebSocketFixture {
     static let recorded: [RecordedFrame] = [
         RecordedFrame(step: 4, socket: "A", direction: .clientToRelay, opcode: 2, header: "82a037fa213d", payload: .bytes(hexBytes("0100000100000000020000010000001030313233343536373839616263646566"))),
