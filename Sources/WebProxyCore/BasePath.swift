@@ -1,4 +1,4 @@
-/// The path P a relay is mounted under (contract section 1.2, Telegram Desktop's
+/// The path P a relay is mounted under (PROTOCOL.md §2.4, Telegram Desktop's
 /// `NormalizeWebProxyBasePath`): `/`-separated segments of `[A-Za-z0-9][A-Za-z0-9_-]*`,
 /// 1...128 characters, case-sensitive, stored without surrounding slashes.
 ///

@@ -1,6 +1,6 @@
 internal import CWebProxyOpenSSL
 
-/// The bridge capability of a relay profile (contract sections 1.1 and 1.2):
+/// The bridge capability of a relay profile (PROTOCOL.md §2.2):
 /// `base64url_nopad(HMAC-SHA256(key: S, message: context))`, always 43 characters, where
 /// the context is `"tdesktop-web-proxy-bridge-v1\n" + H` at the root and
 /// `"tdesktop-web-proxy-bridge-v2\n" + H + "\n" + P` under a base path.

@@ -1,4 +1,4 @@
-/// Credit for one direction of one stream (contract 5.3): starts at 4 MiB, grows by WINDOW
+/// Credit for one direction of one stream (PROTOCOL.md §4.5): starts at 4 MiB, grows by WINDOW
 /// deltas with saturation at 2^32−1, shrinks by the DATA bytes it covers.
 ///
 /// Kept as `UInt64` so a sum of deltas never overflows before it is clamped.

@@ -114,7 +114,7 @@ public enum FrameDirection: Sendable {
     case relayToClient
 }
 
-/// Protocol limits shared by both sides (contract section 7).
+/// Protocol limits shared by both sides (PROTOCOL.md §7.1).
 public enum FrameLimits {
     /// Largest payload of any frame, both directions.
     public static let maxPayload = 1 << 20

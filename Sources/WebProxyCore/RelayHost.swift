@@ -3,7 +3,7 @@ internal import CWebProxyIDN2
 /// The canonical public hostname H of a WEB relay: lowercase A-label form, at least two
 /// labels, never an IP address. Port and scheme are implied (HTTPS on 443).
 ///
-/// Canonicalization follows contract section 1.3 (Telegram Desktop's
+/// Canonicalization follows PROTOCOL.md §2.3 (Telegram Desktop's
 /// `NormalizeWebProxyHost`); H is public, so `description` shows it.
 public struct RelayHost: Hashable, Sendable, CustomStringConvertible {
     /// The canonical hostname, e.g. `xn--bcher-kva.example`.
@@ -75,7 +75,7 @@ public struct RelayHost: Hashable, Sendable, CustomStringConvertible {
         return String(decoding: String(cString: output).utf8.map(asciiLowercased), as: UTF8.self)
     }
 
-    /// Rules 3 to 5 of section 1.3 on the A-label form.
+    /// Rules 3 to 5 of PROTOCOL.md §2.3 on the A-label form.
     private static func validate(_ name: String) throws(IdentityError) {
         guard !name.isEmpty else {
             throw IdentityError(.invalidHost, "The relay hostname is empty; enter e.g. proxy.example.com.")

@@ -1,4 +1,4 @@
-/// The client side of one relay session (contract section 5): allocates stream ids, keeps
+/// The client side of one relay session (PROTOCOL.md §4): allocates stream ids, keeps
 /// both flow-control windows of every stream, remembers closed ids, answers PINGs, and turns
 /// what is queued into uplink batches (`SessionMux+Batching.swift`).
 ///
@@ -8,7 +8,7 @@
 ///
 /// Late frames: a relay DATA/WINDOW/CLOSE for a closed id is ignored. Ids are allocated in
 /// increasing order and never reused, so every id below the next one to allocate that is not
-/// live was closed: the last 4096 are in `closedStreams` (the contract's tombstones), older
+/// live was closed: the last 4096 are in `closedStreams` (PROTOCOL.md §4.4's tombstones), older
 /// ones were evicted from it but are "closed long ago" and ignored just the same. Only ids
 /// never handed out (or whose OPEN has not been sent yet) make a frame a protocol error.
 public struct SessionMux: Sendable {
@@ -110,7 +110,7 @@ public struct SessionMux: Sendable {
 
     /// The configuration, with the threshold clamped.
     public let configuration: Configuration
-    /// Recently closed ids (the last 4096), the contract's tombstones.
+    /// Recently closed ids (the last 4096), the tombstones of PROTOCOL.md §4.4.
     public private(set) var closedStreams = StreamTombstones()
     /// True after BYE or a session-scoped error: every call is refused from then on.
     public private(set) var isFinished = false

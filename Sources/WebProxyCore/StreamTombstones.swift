@@ -1,4 +1,4 @@
-/// The most recently closed stream ids (contract 5.2: the relay keeps 4096), so late frames
+/// The most recently closed stream ids (PROTOCOL.md §4.4: the relay keeps 4096), so late frames
 /// for them can be recognised and ignored. A bounded FIFO plus a set: O(1) insert, lookup
 /// and eviction, memory fixed by `capacity`.
 public struct StreamTombstones: Sendable {

@@ -1,6 +1,6 @@
 import WebProxyCore
 
-/// The bridge document for a fresh bootstrap (contract section 2): a tiny page whose script
+/// The bridge document for a fresh bootstrap (PROTOCOL.md §3.1): a tiny page whose script
 /// declares exactly the two statements a native client parses, with the reference headers.
 enum BridgePage {
     static func response(

@@ -1,4 +1,4 @@
-/// A session's pending budget (contract 5.3): bytes and items buffered for it in either
+/// A session's pending budget (PROTOCOL.md §4.6): bytes and items buffered for it in either
 /// direction, each item charged 256 bytes extra. Uplink DATA that does not fit is refused
 /// (503); backend reads pause while the downlink share is full.
 struct PendingBudget: Sendable {

@@ -1,6 +1,6 @@
 import WebProxyCore
 
-/// The sans-I/O core of the test relay: the relay side of the tproxy v1 contract, driven by
+/// The sans-I/O core of the test relay: the relay side of tproxy v1 (PROTOCOL.md), driven by
 /// HTTP requests, WebSocket events, backend events and timer ticks, each with an injected
 /// `now`, and answering with `RelayAction`s for the network shell to perform.
 ///

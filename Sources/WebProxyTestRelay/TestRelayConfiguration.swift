@@ -27,7 +27,7 @@ public struct RelayProfile: Sendable {
     }
 }
 
-/// Limits and timeouts; the defaults are the contract's (section 7). Tests shrink them.
+/// Limits and timeouts; the defaults are those of PROTOCOL.md §7.1. Tests shrink them.
 public struct RelayLimits: Sendable {
     /// `/down` idle answer and WebSocket ping cadence; the WS read deadline is twice this.
     public var longPoll: Duration = .seconds(25)

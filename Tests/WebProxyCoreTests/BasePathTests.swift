@@ -2,7 +2,7 @@ import Testing
 @testable import WebProxyCore
 
 @Suite struct BasePathTests {
-    /// Contract section 1.2 valid vectors plus boundaries.
+    /// PROTOCOL.md §2.4 valid vectors plus boundaries.
     @Test(arguments: [
         (" /dobry-cola-super-app/ ", "dobry-cola-super-app"),
         (" /two/segments/ ", "two/segments"),
@@ -22,7 +22,7 @@ import Testing
         #expect(path.description == expected)
     }
 
-    /// Contract section 1.2 invalid vectors plus more.
+    /// PROTOCOL.md §2.4 invalid vectors plus more.
     @Test(arguments: [
         "-lead", "a/-lead", "with space", "empty//segment", "trailing//", "per%20cent", "dot.ted",
         "..", String(repeating: "a", count: 129), "", " ", "/", "//", "///", "_under",

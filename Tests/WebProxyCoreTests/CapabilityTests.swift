@@ -9,7 +9,7 @@ import Testing
         var testDescription: String { "\(secret.prefix(2)) \(basePath ?? "(root)")" }
     }
 
-    /// Contract section 1.1: all four checked against the reference relay.
+    /// PROTOCOL.md §2.2: all four checked against the reference relay.
     static let contractVectors = [
         Vector(secret: "000102030405060708090a0b0c0d0e0f", basePath: nil,
                capability: "MHLEY5PmW1GWqJkSrlmJpvJUiLhBH_QKy6yKg8a0JPk"),

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import WebProxyCore
 
-/// The encodings listed in `Docs/PROTOCOL.md` section 9, checked both ways and against the
+/// The encodings listed in `Docs/PROTOCOL.md` §9, checked both ways and against the
 /// document itself so the two cannot drift apart.
 @Suite struct FrameVectorTests {
     typealias T = FrameTestSupport

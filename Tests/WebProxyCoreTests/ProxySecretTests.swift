@@ -88,7 +88,7 @@ import Testing
         #expect(throws: IdentityError.self) { try ProxySecret(bytes: bytes) }
     }
 
-    /// Contract section 1.2 link-marker vector, both directions.
+    /// PROTOCOL.md §2.5 link-marker vector, both directions.
     @Test func basePathLinkMarkerVector() throws {
         let secret = try ProxySecret(basePathLinkValue: "cIVhlEBk_HMMv6RHNWLY7Fk")
         #expect(secret.hex == "8561944064fc730cbfa4473562d8ec59")

@@ -8,7 +8,7 @@ import Testing
     static let name253 = [label63, label63, label63, String(repeating: "b", count: 61)]
         .joined(separator: ".")
 
-    /// Contract section 1.3 valid vectors plus edge cases.
+    /// PROTOCOL.md §2.3 valid vectors plus edge cases.
     @Test(arguments: [
         (" Proxy.Example.COM ", "proxy.example.com"),
         ("bücher.example", "xn--bcher-kva.example"),
@@ -38,7 +38,7 @@ import Testing
         #expect(try RelayHost(host.name) == host)
     }
 
-    /// Contract section 1.3 invalid vectors plus edge cases, with the expected error code.
+    /// PROTOCOL.md §2.3 invalid vectors plus edge cases, with the expected error code.
     @Test(arguments: [
         ("localhost", IdentityError.Code.invalidHost),
         ("127.0.0.1", .ipAddressHost),

@@ -465,7 +465,7 @@ private struct MuxRandomDriver {
         newSession()
     }
 
-    /// A relay frame the contract forbids: each must end the session, never trap.
+    /// A relay frame PROTOCOL.md forbids: each must end the session, never trap.
     mutating func hostile() throws {
         let next = StreamID(rawValue: mux.nextStreamID) ?? .max
         let frame: Frame

@@ -1,4 +1,4 @@
-/// What a native client needs from the relay's bridge page (contract section 2): the
+/// What a native client needs from the relay's bridge page (PROTOCOL.md §3.1): the
 /// data statement `const relayOrigin="…",bootstrap="…",carrierMode="…";` and `batchLimit`.
 ///
 /// The bootstrap token is a credential: descriptions and mirrors never show it.

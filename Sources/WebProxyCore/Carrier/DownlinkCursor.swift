@@ -9,8 +9,8 @@ public enum DownlinkEvent: Hashable, Sendable {
     case laneClosed
 }
 
-/// The `/down` long poll of an https session or of one https-lanes lane (contract 4.1,
-/// 4.2): one poll at a time, carrying the cursor of the last fully delivered batch.
+/// The `/down` long poll of an https session or of one https-lanes lane (PROTOCOL.md
+/// §5.1, §5.2): one poll at a time, carrying the cursor of the last fully delivered batch.
 ///
 /// The cursor only advances on `markDelivered()`. A poll retried after a lost answer
 /// carries the old cursor, so the relay replays the batch byte for byte.

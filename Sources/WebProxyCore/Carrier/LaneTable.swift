@@ -6,7 +6,7 @@ public enum LaneUplinkAck: Hashable, Sendable {
     case laneOpened
 }
 
-/// The lanes of an https-lanes session (contract 4.2): lane 0 plus one lane per open
+/// The lanes of an https-lanes session (PROTOCOL.md §5.2): lane 0 plus one lane per open
 /// stream, each with its own uplink sequencer and downlink cursor.
 ///
 /// Lane 0 is polled from session start. Lane N comes into being with an uplink body

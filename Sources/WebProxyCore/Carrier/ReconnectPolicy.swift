@@ -1,4 +1,4 @@
-/// When to rebuild a session after it failed (contract section 6: the relay has no
+/// When to rebuild a session after it failed (PROTOCOL.md §6.2: the relay has no
 /// resume, so recovery is a new bridge page and a new session).
 ///
 /// Delays grow 1 s, 2 s, 4 s ... up to 30 s, each plus 0–25 % jitter. They start over

@@ -1,4 +1,4 @@
-/// Builds the relay's API requests (contract sections 3, 3.1 and 4) for one host and
+/// Builds the relay's API requests (PROTOCOL.md §3.3 to §3.5 and §5) for one host and
 /// API path prefix.
 ///
 /// Every request carries `Host: H` with no port (the reference front answers `H:port`

@@ -15,7 +15,7 @@ public enum RetryDecision: Hashable, Sendable {
 }
 
 /// Retry bookkeeping for one operation (one logical request and its repeats), per
-/// contract section 6. Statuses other than 503 are fatal and never reach it; a success
+/// PROTOCOL.md §6.1. Statuses other than 503 are fatal and never reach it; a success
 /// simply ends it. Never reads a clock: `now` and the wall clock are inputs.
 public struct RequestRetry<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     public let policy: RetryPolicy

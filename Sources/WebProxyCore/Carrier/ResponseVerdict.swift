@@ -14,7 +14,7 @@ extension ResponseVerdict: Equatable where Accepted: Equatable {}
 
 extension ResponseVerdict {
     /// The verdict on a status other than the one expected for `operation`: 503 may be
-    /// retried, anything else ends the session (every 404 included: section 3.1).
+    /// retried, anything else ends the session (every 404 included: PROTOCOL.md §3.5).
     static func unexpected(_ response: CarrierResponse, operation: String) -> ResponseVerdict {
         switch response.status {
         case 503:

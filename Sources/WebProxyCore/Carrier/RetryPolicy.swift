@@ -1,4 +1,4 @@
-/// The bridge's request retry rules (contract section 6), as numbers.
+/// The bridge's request retry rules (PROTOCOL.md §6.1), as numbers.
 public struct RetryPolicy: Hashable, Sendable {
     /// First backoff after a failed attempt.
     public var initialBackoff: Duration

@@ -1,4 +1,4 @@
-/// Creating a session from a fresh bridge page (contract section 3): the request to send,
+/// Creating a session from a fresh bridge page (PROTOCOL.md §3.3): the request to send,
 /// and an exact check of the answer. Retrying the byte-identical request is safe: the
 /// relay is idempotent while the bootstrap lives.
 public struct SessionCreation: Sendable {

@@ -1,4 +1,4 @@
-/// The `/up` side of an https session or of one https-lanes lane (contract 4.1, 4.2):
+/// The `/up` side of an https session or of one https-lanes lane (PROTOCOL.md §5.1, §5.2):
 /// sequence numbers from 1 and exactly one request in flight.
 ///
 /// While a request is in flight the caller keeps queuing frames and coalesces them into

@@ -1,4 +1,4 @@
-/// The WebSocket upgrade of the websocket carriers (contract sections 4.3 and 4.4): the
+/// The WebSocket upgrade of the websocket carriers (PROTOCOL.md §5.3 and §5.4): the
 /// request minus `Sec-WebSocket-Key` (the WebSocket client adds it after
 /// `Sec-WebSocket-Version`), and a check that the relay echoed the subprotocol.
 ///

@@ -1,6 +1,6 @@
 import WebProxyCore
 
-/// The `https` and `https-lanes` carriers (contract 4.1, 4.2): one `/up` in flight per
+/// The `https` and `https-lanes` carriers (PROTOCOL.md §5.1, §5.2): one `/up` in flight per
 /// uplink, coalescing whatever the mux queued meanwhile into the next body; one long poll
 /// per downlink, whose cursor advances only after the batch was handed to the local
 /// streams; byte-identical retries.

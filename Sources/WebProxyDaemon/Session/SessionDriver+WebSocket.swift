@@ -1,6 +1,6 @@
 import WebProxyCore
 
-/// The `websocket` and `websocket-lanes` carriers (contract 4.3, 4.4): one batch per
+/// The `websocket` and `websocket-lanes` carriers (PROTOCOL.md §5.3, §5.4): one batch per
 /// message, no new message while the socket buffers `batchLimit` bytes or more, Pings
 /// after `socketPingAfter` of silence and loss after `socketDeadAfter`. Losing the session
 /// socket ends the session; losing an established lane ends its stream; a failed new lane

@@ -1,6 +1,6 @@
 public import WebProxyCore
 
-/// The numbers of the session machines. The defaults follow the relay contract and the
+/// The numbers of the session machines. The defaults follow `Docs/PROTOCOL.md` and the
 /// daemon's bounds; tests shrink them.
 public struct SessionSettings: Hashable, Sendable {
     /// Most local connections carried at once; one more is closed at once and counted.

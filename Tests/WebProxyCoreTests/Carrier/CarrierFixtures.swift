@@ -66,7 +66,7 @@ enum CarrierFixtures {
         ],
         body: Array("404 page not found\n".utf8))
 
-    /// Capacity 503 as section 3 describes it.
+    /// Capacity 503 as PROTOCOL.md §3.3 describes it.
     static let unavailable = CarrierResponse(
         status: 503, headers: [("Cache-Control", "no-store"), ("Retry-After", "1")])
 

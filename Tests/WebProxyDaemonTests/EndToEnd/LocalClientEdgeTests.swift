@@ -14,9 +14,9 @@ extension EndToEndFaultTests {
     /// cut off by a stop.
     @Suite struct LocalClientEdges {
         /// Case 7 — expected: a client that half-closes after sending gets every byte to the
-        /// relay: the daemon flushes its queued DATA before CLOSE. The contract makes CLOSE an
-        /// abort, not a half-close (relay-protocol.md 5.2 rule 4: "both sides drop data still
-        /// queued for the stream"), and the daemon finishes the local connection once CLOSE is
+        /// relay: the daemon flushes its queued DATA before CLOSE. The protocol makes CLOSE an
+        /// abort, not a half-close (PROTOCOL.md §4.4 rule 4: each side drops what it still
+        /// queues for the stream), and the daemon finishes the local connection once CLOSE is
         /// queued, so neither the echo nor the backend is promised the bytes: the relay may
         /// drop what it still holds (ours does when CLOSE arrives while it is still dialing
         /// the backend, as on the websocket carriers). Asserted: the relay received exactly

@@ -77,7 +77,7 @@ extension EndToEndFaultTests {
         }
 
         /// Case 14a — expected: one garbage answer to `/down` or `/up` (applied by the relay)
-        /// is no HTTP response, which the contract (relay-protocol.md §6) retries identically:
+        /// is no HTTP response, which PROTOCOL.md §6.1 retries identically:
         /// traffic completes intact, the session stays up, the log names the error class.
         @Test(arguments: CarrierEndpoint.all, Garbage.allCases)
         func oneGarbageAnswerIsRetriedIntact(target: CarrierEndpoint, garbage: Garbage) async throws {
@@ -127,10 +127,10 @@ extension EndToEndFaultTests {
         }
 
         /// Case 15 — expected: a DATA frame for a stream id the client never opened is a
-        /// protocol error (relay-protocol.md §5.2 rule 5; on a lane carrier it is also a
+        /// protocol error (PROTOCOL.md §4.4 rule 5; on a lane carrier it is also a
         /// cross-lane frame). On https, https-lanes and websocket the session ends, its local
         /// connection is closed after an unchanged prefix, and the rebuilt session serves new
-        /// connections; on websocket-lanes the error is scoped to its lane (§5.1): that
+        /// connections; on websocket-lanes the error is scoped to its lane (§4.3): that
         /// stream's connection is closed, the session lives on and serves at once.
         @Test(arguments: CarrierMode.allCases)
         func dataForAnUnknownStreamFailsItsScopeAndRecovers(mode: CarrierMode) async throws {
@@ -235,7 +235,7 @@ extension EndToEndFaultTests {
 
             var testDescription: String { rawValue }
 
-            /// The end of its path (relay-protocol.md §2, §3, §4.3).
+            /// The end of its path (PROTOCOL.md §3.1, §3.3, §5.3).
             var pathSuffix: String {
                 switch self {
                 case .bridgePage: "/"
@@ -319,8 +319,8 @@ extension EndToEndFaultTests {
         /// Case 18 — expected: a relay that answers every WebSocket upgrade with garbage
         /// gives the daemon no carrier: the session (created over HTTPS) is lost as
         /// `carrier-lost` at its first upgrade — the session socket on websocket, the first
-        /// lane on websocket-lanes (a failed new lane ends the session, relay-protocol.md
-        /// §4.4) — a local connection is closed without a byte, the log names the upgrade's
+        /// lane on websocket-lanes (a failed new lane ends the session, PROTOCOL.md
+        /// §5.4) — a local connection is closed without a byte, the log names the upgrade's
         /// error, and once the relay answers properly again the daemon serves.
         @Test(arguments: [CarrierMode.websocket, .websocketLanes], Garbage.allCases)
         func garbageUpgradeAnswersFailClosedAndRecover(mode: CarrierMode, garbage: Garbage) async throws {

@@ -5,7 +5,7 @@ import WebProxyCore
 import WebProxyNet
 import WebProxyTestSupport
 
-/// A tiny HTTPS relay for the `https` carrier, faithful to the contract as far as one echo
+/// A tiny HTTPS relay for the `https` carrier, faithful to PROTOCOL.md as far as one echo
 /// goes: a bridge page, session creation, `/up` (DATA echoed back with a WINDOW returning its
 /// credit), `/down` long polls with cursors, DELETE. Test scaffolding only; the real test
 /// relay replaces it.

@@ -5,7 +5,7 @@ import WebProxyTestSupport
 @testable import WebProxyDaemon
 
 /// Seeded random lives of a session against a simulated relay that mostly follows the
-/// contract and sometimes is hostile (garbage bodies, DATA beyond the window, frames for
+/// protocol and sometimes is hostile (garbage bodies, DATA beyond the window, frames for
 /// unknown streams, 404, 503, lost answers, dropped sockets). Checks after every event:
 /// nothing traps, uplink bodies are valid batches within `batchLimit`, DATA never exceeds
 /// the credit the relay granted, local write queues stay bounded, every local connection
