@@ -41,6 +41,16 @@ enum PrometheusText {
             out += "webproxyd_frames_total{relay=\"\(name)\",direction=\"down\"} \(relay.frames.received)\n"
         }
 
+        family(&out, "webproxyd_queued_bytes", "gauge", "Bytes held for the relay's streams: up (read, not yet sent) and down (received, not yet written).")
+        for relay in relays {
+            let name = escape(relay.status.name)
+            out += "webproxyd_queued_bytes{relay=\"\(name)\",direction=\"up\"} \(relay.queued.uplink)\n"
+            out += "webproxyd_queued_bytes{relay=\"\(name)\",direction=\"down\"} \(relay.queued.downlink)\n"
+        }
+        perRelay("webproxyd_queued_bytes_peak", "gauge", "The most bytes held for the relay's streams at once since it started.") {
+            $0.queued.peakTotal
+        }
+
         family(&out, "webproxyd_errors_total", "counter", "Session failures by class.")
         for relay in relays {
             for (errorClass, count) in relay.counters.errors.sorted(by: { $0.key < $1.key }) {

@@ -5,4 +5,6 @@ struct RelaySnapshot: Equatable, Sendable {
     var counters: RelayCounters
     /// Relay frames carried by the relay's sessions so far.
     var frames = FrameCounts()
+    /// Bytes the daemon holds for the relay's streams.
+    var queued = QueuedBytes()
 }

@@ -261,6 +261,12 @@ public final class Daemon: @unchecked Sendable {
         onLoop { [self] in statusDocument() }
     }
 
+    /// Every running relay's snapshot, taken on the loop from any other thread (for tests);
+    /// nil once the loop has stopped.
+    func relaySnapshots() -> [RelaySnapshot]? {
+        onLoop { [self] in snapshots() }
+    }
+
     /// The metrics text (loop thread).
     private func metricsText() -> String {
         PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())

@@ -127,7 +127,7 @@ final class RelayService {
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
-        return RelaySnapshot(status: status, counters: counters, frames: supervisor.frameCounts)
+        return RelaySnapshot(status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued)
     }
 
     /// `state` in the operator's terms: is a session up, being built, or awaited.

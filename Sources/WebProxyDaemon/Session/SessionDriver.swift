@@ -1,6 +1,6 @@
 import WebProxyCore
 
-/// One relay session's behaviour, for all four carriers (contract sections 4 and 5): it
+/// One relay session's behaviour, for all four carriers (PROTOCOL.md §4 and §5): it
 /// composes `SessionMux` with the carrier machines of WebProxyCore and decides everything;
 /// the I/O shell only performs the actions. Built by `SessionSupervisor` once the relay
 /// answered WELCOME; it reports its end through `outcome` and has then closed every local
@@ -34,6 +34,8 @@ struct SessionDriver: Sendable {
     var connectionByStream: [StreamID: ConnectionID] = [:]
     /// Sum of the connections' `writeQueued`.
     var writeQueuedTotal = 0
+    /// What the session holds, with its peaks, as of the end of the last step.
+    private(set) var queued = QueuedBytes()
 
     // https
     var uplink: UplinkSequencer?
@@ -327,12 +329,16 @@ struct SessionDriver: Sendable {
         case .websocketLanes: pumpLaneSockets(step: &step)
         }
         guard isRunning else { return }
+        var largestStream = 0
         for connection in connections.keys.sorted() {
+            guard let local = connections[connection] else { continue }
+            largestStream = max(largestStream, local.writeQueued + (local.stream.map { mux.queuedBytes(on: $0) } ?? 0))
             guard let reading = connections[connection]?.reading else { continue }
             let allowed = readAllowance(for: connection) > 0
             guard allowed != reading else { continue }
             connections[connection]?.reading = allowed
             step.emit(allowed ? .resumeLocalRead(connection) : .pauseLocalRead(connection))
         }
+        queued.observe(uplink: mux.queuedBytes, downlink: writeQueuedTotal, largestStream: largestStream)
     }
 }

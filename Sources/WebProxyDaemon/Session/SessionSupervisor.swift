@@ -48,6 +48,8 @@ public struct SessionSupervisor: Sendable {
     public private(set) var refusedConnections = 0
     /// Relay frames sent and received by every session so far.
     public private(set) var frameCounts = FrameCounts()
+    /// What the current session holds for its streams, with peaks since the relay started.
+    public private(set) var queued = QueuedBytes()
 
     /// A supervisor for the relay at `host` (under `basePath`) with proxy secret `secret`.
     public init(
@@ -79,6 +81,7 @@ public struct SessionSupervisor: Sendable {
         var step = SessionStep(now: now, ids: ids, random: random)
         dispatch(event, step: &step)
         frameCounts.add(step.frames)
+        queued.follow(driver?.queued)
         ids = step.ids
         random = step.random
         return step.actions

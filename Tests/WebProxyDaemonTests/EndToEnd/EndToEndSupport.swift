@@ -247,14 +247,6 @@ func testPayloads(count: Int, size: Int, seed: UInt64) -> [[UInt8]] {
     }
 }
 
-/// The process's resident set size in bytes, from /proc/self/statm.
-func residentBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-    let fields = text.split(separator: " ")
-    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
 /// A duration in milliseconds, for the test output.
 func milliseconds(_ duration: Duration) -> Int {
     Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)

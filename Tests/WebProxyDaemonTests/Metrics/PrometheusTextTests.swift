@@ -5,14 +5,15 @@ import WebProxyCore
 
 @Suite struct PrometheusTextTests {
     static func snapshot(
-        name: String, state: RelayStatusEntry.State, counters: RelayCounters, frames: FrameCounts = FrameCounts()
+        name: String, state: RelayStatusEntry.State, counters: RelayCounters, frames: FrameCounts = FrameCounts(),
+        queued: QueuedBytes = QueuedBytes()
     ) -> RelaySnapshot {
         RelaySnapshot(
             status: RelayStatusEntry(
                 name: name, listen: "127.0.0.1:8443", state: state, carrier: state == .up ? "https" : nil, streams: 3,
                 refusedConnections: 2, bytesUp: 100, bytesDown: 2000, sessionsEstablished: counters.sessionsEstablished,
                 reconnects: counters.reconnects, lastError: nil),
-            counters: counters, frames: frames)
+            counters: counters, frames: frames, queued: queued)
     }
 
     @Test func exactExposition() {
@@ -27,10 +28,14 @@ import WebProxyCore
         home.recordRequest(carrier: .https, duration: .seconds(25))
         home.recordRequest(carrier: .https, duration: .seconds(31))
         let work = RelayCounters()
+        var queued = QueuedBytes()
+        queued.observe(uplink: 300, downlink: 4000, largestStream: 4000)
+        queued.observe(uplink: 0, downlink: 65536, largestStream: 65536)
         let text = PrometheusText.render(
             version: "1.2.3",
             relays: [
-                Self.snapshot(name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12)),
+                Self.snapshot(
+                    name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12), queued: queued),
                 Self.snapshot(name: "work", state: .down, counters: work),
             ])
         #expect(
@@ -70,6 +75,16 @@ import WebProxyCore
                 webproxyd_frames_total{relay="home",direction="down"} 12
                 webproxyd_frames_total{relay="work",direction="up"} 0
                 webproxyd_frames_total{relay="work",direction="down"} 0
+                # HELP webproxyd_queued_bytes Bytes held for the relay's streams: up (read, not yet sent) and down (received, not yet written).
+                # TYPE webproxyd_queued_bytes gauge
+                webproxyd_queued_bytes{relay="home",direction="up"} 0
+                webproxyd_queued_bytes{relay="home",direction="down"} 65536
+                webproxyd_queued_bytes{relay="work",direction="up"} 0
+                webproxyd_queued_bytes{relay="work",direction="down"} 0
+                # HELP webproxyd_queued_bytes_peak The most bytes held for the relay's streams at once since it started.
+                # TYPE webproxyd_queued_bytes_peak gauge
+                webproxyd_queued_bytes_peak{relay="home"} 65536
+                webproxyd_queued_bytes_peak{relay="work"} 0
                 # HELP webproxyd_errors_total Session failures by class.
                 # TYPE webproxyd_errors_total counter
                 webproxyd_errors_total{relay="home",class="carrier-lost"} 1
