@@ -3,18 +3,17 @@ import WebProxyCore
 import WebProxyNet
 
 // webproxyd-bench: throughput, latency, CPU and memory of webproxyd against a direct TCP
-// connection and a plain TLS tunnel, all in one process on loopback; and a soak mode.
-//
-//   webproxyd-bench [--quick] [--out FILE] [--carriers https,websocket,...]
-//   webproxyd-bench soak [--minutes N]
-//   webproxyd-bench profile [--path tunnel|websocket|...] [--mib N]
+// connection and a plain TLS tunnel, all in one process on loopback; a soak mode and a
+// profiling mode (`BenchCommand.usage`).
 
 try ProcessSignal.ignoreBrokenPipes()
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-func option(_ name: String) -> String? {
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
+let command: BenchCommand
+do {
+    command = try BenchCommand(parsing: Array(CommandLine.arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("webproxyd-bench: \(error.message)\n\n\(BenchCommand.usage)\n".utf8))
+    exit(64)
 }
 
 func machineDescription() -> String {
@@ -25,21 +24,24 @@ func machineDescription() -> String {
     return "\(ProcessInfo.processInfo.activeProcessorCount) vCPU \(model), load average \(load) at the start"
 }
 
-if arguments.first == "soak" {
-    let minutes = Double(option("--minutes") ?? "10") ?? 10
-    exit(try Soak.run(minutes: minutes) ? 0 : 1)
-}
-
-if arguments.first == "profile" {
-    try ProfileRun.run(pathName: option("--path") ?? "websocket", mebibytes: Int(option("--mib") ?? "8") ?? 8)
+let quick: Bool
+let output: String
+let carriers: [CarrierMode]
+switch command {
+case .help:
+    print(BenchCommand.usage)
     exit(0)
+case .soak(let minutes):
+    exit(try Soak.run(minutes: minutes) ? 0 : 1)
+case .profile(let path, let mebibytes):
+    try ProfileRun.run(pathName: path, mebibytes: mebibytes)
+    exit(0)
+case .bench(let isQuick, let file, let chosen):
+    quick = isQuick
+    output = file
+    carriers = chosen
 }
-
-let quick = arguments.contains("--quick")
 let sizes = quick ? BenchSizes.quick : BenchSizes.full
-let output = option("--out") ?? ".build/bench/report.md"
-let carriers = (option("--carriers") ?? CarrierMode.allCases.map(\.rawValue).joined(separator: ","))
-    .split(separator: ",").compactMap { CarrierMode(rawValue: String($0)) }
 let machine = machineDescription()
 say("webproxyd-bench\(quick ? " --quick" : ""): \(machine)")
 

@@ -33,7 +33,7 @@ do {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments == ["--help"] || arguments == ["-h"] {
+if arguments.contains("--help") || arguments.contains("-h") {
     emit(TestRelayOptions.usage + "\n", to: 1)
     exit(0)
 }

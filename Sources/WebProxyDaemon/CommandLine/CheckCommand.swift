@@ -6,7 +6,8 @@ import Glibc
 enum CheckCommand {
     static let help = """
         USAGE: webproxyd check [--config FILE [--relay NAME]] [--dc N]
-               webproxyd check --link LINK [--ca-file PEM] [--connect-to HOST:PORT] [--dc N]
+               webproxyd check --link LINK [--ca-file PEM] [--connect-to HOST:PORT] [--proxy URL]
+                               [--pin-sha256 PINS] [--carrier MODE] [--dc N]
 
         Diagnose a relay stage by stage with timings: resolve, tcp, tls, bridge (the bridge page),
         session (a test session, deleted at once), carrier (a session started as `run` does) and
@@ -19,6 +20,9 @@ enum CheckCommand {
           --link LINK            One relay by its WEB proxy link (tg://webproxy?… or https://t.me/webproxy?…).
           --ca-file PEM          Trust these CA certificates instead of the system store, with --link.
           --connect-to HOST:PORT Connect TCP here instead of the relay host, with --link.
+          --proxy URL            Reach the relay through socks5://… or http://… (as the file's proxy key), with --link.
+          --pin-sha256 PINS      Comma-separated SPKI SHA-256 pins (base64) the relay's chain must match, with --link.
+          --carrier MODE         Require this carrier (as the file's carrier key), with --link.
           --dc N                 The DC id of the MTProxy handshake (default 2).
           --help                 Show this help.
 
@@ -35,7 +39,7 @@ enum CheckCommand {
           78  configuration error
         """
 
-    static let options: Set<String> = ["--config", "--relay", "--link", "--ca-file", "--connect-to", "--dc"]
+    static let options = Set(["--config", "--relay", "--link", "--dc"] + RelayConfiguration.quickOptionalFlags)
 
     /// Runs the subcommand on `arguments` (after `check`).
     static func run(_ arguments: [String], output: TextSink, errors: TextSink, environment: [String: String]) -> Int32 {
@@ -63,15 +67,13 @@ enum CheckCommand {
             }
             do {
                 // The listener is replaced by an ephemeral one; this only satisfies the parser.
-                relays = [try RelayConfiguration(
-                    quickLink: link, listen: "127.0.0.1:1", caFile: values["--ca-file"],
-                    connectTo: values["--connect-to"])]
+                relays = [try RelayConfiguration(quickLink: link, listen: "127.0.0.1:1", flags: values)]
             } catch {
                 errors.write(error.description + "\n")
                 return CommandLineTool.ExitCode.config
             }
         } else {
-            if let flag = ["--ca-file", "--connect-to"].first(where: { values[$0] != nil }) {
+            if let flag = RelayConfiguration.quickOptionalFlags.first(where: { values[$0] != nil }) {
                 return usage("\(flag) needs --link", errors)
             }
             let path = values["--config"] ?? DaemonConfiguration.defaultPath

@@ -35,6 +35,7 @@ public enum CommandLineTool {
     static let runHelp = """
         USAGE: webproxyd run [--config FILE]
                webproxyd run --link LINK --listen HOST:PORT [--ca-file PEM] [--connect-to HOST:PORT]
+                             [--proxy URL] [--pin-sha256 PINS] [--carrier MODE]
 
         Serve until SIGTERM or SIGINT; SIGHUP re-reads the configuration file.
 
@@ -44,6 +45,10 @@ public enum CommandLineTool {
           --listen HOST:PORT     Where Telegram connects (a loopback address), with --link.
           --ca-file PEM          Trust these CA certificates instead of the system store, with --link.
           --connect-to HOST:PORT Connect TCP here instead of the relay host (TLS still checks its name), with --link.
+          --proxy URL            Reach the relay through socks5://[user:pass@]host:port or http://…, with --link
+                                 (a password here shows in the process list: keep it in the file instead).
+          --pin-sha256 PINS      Comma-separated SPKI SHA-256 pins (base64) the relay's chain must match, with --link.
+          --carrier MODE         Require https, https-lanes, websocket or websocket-lanes (default: follow the relay), with --link.
           --control-socket PATH  Where `webproxyd status` asks (default: see `webproxyd status --help`).
           --help                 Show this help.
         """
@@ -171,7 +176,7 @@ public enum CommandLineTool {
         var options: Set<String> {
             switch self {
             case .version: []
-            case .run: ["--config", "--link", "--listen", "--ca-file", "--connect-to", "--control-socket"]
+            case .run: Set(["--config", "--link", "--listen", "--control-socket"] + RelayConfiguration.quickOptionalFlags)
             case .checkConfig, .link: ["--config"]
             }
         }
@@ -262,7 +267,7 @@ public enum CommandLineTool {
 
     private static func runDaemon(_ context: Invocation, started: ((Daemon) -> Void)?) -> Int32 {
         let options = context.options
-        let quick = ["--link", "--listen", "--ca-file", "--connect-to"].filter { options[$0] != nil }
+        let quick = (["--link", "--listen"] + RelayConfiguration.quickOptionalFlags).filter { options[$0] != nil }
         let configuration: DaemonConfiguration
         let path: String?
         if quick.isEmpty {
@@ -280,8 +285,7 @@ public enum CommandLineTool {
                 return ExitCode.usage
             }
             do {
-                let relay = try RelayConfiguration(
-                    quickLink: link, listen: listen, caFile: options["--ca-file"], connectTo: options["--connect-to"])
+                let relay = try RelayConfiguration(quickLink: link, listen: listen, flags: options)
                 configuration = DaemonConfiguration(relays: [relay])
             } catch {
                 context.errors.write(error.description + "\n")
@@ -302,8 +306,8 @@ public enum CommandLineTool {
             try daemon.start()
             try daemon.watchSignals()
         } catch {
+            // The log goes to standard error or the journal: the one report of the failure.
             logger.error("cannot start: \(error)")
-            context.errors.write("webproxyd run: \(error)\n")
             return ExitCode.failure
         }
         started?(daemon)

@@ -13,4 +13,16 @@ public enum CarrierChoice: String, Sendable, CaseIterable, CustomStringConvertib
     case websocketLanes = "websocket-lanes"
 
     public var description: String { rawValue }
+
+    /// The value of a `carrier` key or `--carrier` flag; an unknown name suggests the closest.
+    init(parsingCarrier text: String) throws(ConfigurationValueError) {
+        guard let choice = CarrierChoice(rawValue: text) else {
+            let names = CarrierChoice.allCases.map(\.rawValue)
+            throw ConfigurationValueError(
+                "Unknown carrier",
+                hint: KeySuggestion.closest(to: text, among: names).map { "did you mean '\($0)'?" }
+                    ?? "use one of \(names.joined(separator: ", "))")
+        }
+        self = choice
+    }
 }

@@ -236,17 +236,10 @@ struct ConfigurationParser {
                     hint: "firewall the port to the clients you mean")
         }
         let carrier = value(section, "carrier") { text throws(ConfigurationValueError) in
-            guard let choice = CarrierChoice(rawValue: text) else {
-                let names = CarrierChoice.allCases.map(\.rawValue)
-                throw ConfigurationValueError(
-                    "Unknown carrier",
-                    hint: KeySuggestion.closest(to: text, among: names).map { "did you mean '\($0)'?" }
-                        ?? "use one of \(names.joined(separator: ", "))")
-            }
-            return choice
+            try CarrierChoice(parsingCarrier: text)
         } ?? .follow
         let caFile = value(section, "ca-file") { path throws(ConfigurationValueError) in
-            try checkReadableFile(path)
+            try checkCAFile(path)
             return path
         }
         var pins: [SPKIPin] = []
@@ -388,7 +381,7 @@ struct ConfigurationParser {
     }
 
     /// Without leading and trailing spaces and tabs.
-    private static func trimmed(_ text: Substring) -> Substring {
+    static func trimmed(_ text: Substring) -> Substring {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = text.firstIndex(where: { !isBlank($0) }),
               let last = text.lastIndex(where: { !isBlank($0) })

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import WebProxyNet
 
 /// The whole `/etc/webproxyd/webproxyd.conf`: daemon settings and the relays, in file order.
 public struct DaemonConfiguration: Sendable, Equatable {
@@ -109,6 +110,19 @@ public struct RelayChanges: Sendable, Equatable {
 }
 
 /// Refuses a CA file that is not an absolute path to a readable regular file.
+/// Loads `path` as a relay's trust store, exactly as `run` will, so a file that holds no
+/// usable PEM CA certificate is reported with its line instead of failing at start.
+func checkCAFile(_ path: String) throws(ConfigurationValueError) {
+    try checkReadableFile(path)
+    do {
+        _ = try TLSContext(client: TLSConfiguration.Client(trust: .caFile(path: path)))
+    } catch {
+        throw ConfigurationValueError(
+            "\(path) holds no usable PEM CA certificate (OpenSSL: \(error.openSSLErrors.first ?? error.message))",
+            hint: "ca-file takes a PEM bundle of CA certificates, '-----BEGIN CERTIFICATE-----' blocks")
+    }
+}
+
 func checkReadableFile(_ path: String) throws(ConfigurationValueError) {
     try requireAbsolutePath(path)
     var status = stat()

@@ -57,10 +57,13 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         self.maxStreams = maxStreams
     }
 
-    /// The relay of the quick flags `run --link LINK --listen HOST:PORT [--ca-file PATH]
-    /// [--connect-to HOST:PORT]`, named `default`. Errors name the flag at fault.
+    /// The relay of the quick flags `run --link LINK --listen HOST:PORT` (and `check --link`),
+    /// named `default`, with the optional `--ca-file`, `--connect-to`, `--proxy`,
+    /// `--pin-sha256` (comma-separated) and `--carrier` that the file's keys of the same
+    /// names set. Errors name the flag at fault.
     public init(quickLink link: String, listen: String, caFile: String? = nil,
-                connectTo: String? = nil) throws(ConfigurationError) {
+                connectTo: String? = nil, proxy: String? = nil, pins: String? = nil,
+                carrier: String? = nil) throws(ConfigurationError) {
         var diagnostics: [ConfigurationDiagnostic] = []
         func attempt<T>(_ flag: String, _ body: () throws(ConfigurationValueError) -> T) -> T? {
             do {
@@ -82,7 +85,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         }
         let ca = caFile.flatMap { path in
             attempt("--ca-file") { () throws(ConfigurationValueError) in
-                try checkReadableFile(path)
+                try checkCAFile(path)
                 return path
             }
         }
@@ -91,11 +94,34 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 try HostAndPort(parsing: text, what: "connect-to address")
             }
         }
+        let upstream = proxy.flatMap { text in
+            attempt("--proxy") { () throws(ConfigurationValueError) in try UpstreamProxy(parsing: text) }
+        }
+        let spkiPins = (pins?.split(separator: ",") ?? []).compactMap { piece in
+            attempt("--pin-sha256") { () throws(ConfigurationValueError) in
+                try SPKIPin(parsing: String(ConfigurationParser.trimmed(piece)))
+            }
+        }
+        let choice = carrier.flatMap { text in
+            attempt("--carrier") { () throws(ConfigurationValueError) in try CarrierChoice(parsingCarrier: text) }
+        }
         guard diagnostics.isEmpty, let parsedLink, let address else {
             throw ConfigurationError(diagnostics)
         }
         self.init(name: Self.quickRelayName, host: parsedLink.host, basePath: parsedLink.basePath,
-                  secret: parsedLink.secret, listen: address, caFile: ca, connectTo: target)
+                  secret: parsedLink.secret, listen: address, carrier: choice ?? .follow, caFile: ca,
+                  pins: spkiPins, connectTo: target, proxy: upstream)
+    }
+
+    /// The optional flags that go with `--link`: the file's keys of the same names.
+    public static let quickOptionalFlags = ["--ca-file", "--connect-to", "--proxy", "--pin-sha256", "--carrier"]
+
+    /// The quick relay from parsed command-line flags (`--link`, `--listen` and
+    /// `quickOptionalFlags`).
+    init(quickLink link: String, listen: String, flags: [String: String]) throws(ConfigurationError) {
+        try self.init(
+            quickLink: link, listen: listen, caFile: flags["--ca-file"], connectTo: flags["--connect-to"],
+            proxy: flags["--proxy"], pins: flags["--pin-sha256"], carrier: flags["--carrier"])
     }
 
     /// The relay's WEB proxy link (contains the secret: never log it).

@@ -10,11 +10,16 @@ import WebProxyCore
 /// log.notice("session up", LogFields(event: .sessionUp, carrier: "websocket"))
 /// ```
 public struct Logger: Sendable {
-    /// Records below this level are dropped before their message is built.
-    public var level: LogLevel
+    /// Records below this level are dropped before their message is built. Every copy made
+    /// from one logger shares it, so a reload that sets it reaches every relay's logger.
+    public var level: LogLevel {
+        get { threshold.level }
+        nonmutating set { threshold.level = newValue }
+    }
     /// Fields added to every record (a record's own fields take precedence).
     public var fields: LogFields
 
+    private let threshold: SharedLevel
     private let backend: any LogBackend
     private let limiter: SharedRateLimiter?
     private var redactor: SecretRedactor
@@ -25,7 +30,7 @@ public struct Logger: Sendable {
                 rateLimiter: LogRateLimiter? = LogRateLimiter(),
                 clock: @escaping @Sendable () -> Duration = MonotonicClock.now) {
         self.backend = backend
-        self.level = level
+        self.threshold = SharedLevel(level)
         self.fields = LogFields()
         self.limiter = rateLimiter.map { SharedRateLimiter($0, clock: clock) }
         self.redactor = SecretRedactor(secrets: [])
@@ -108,5 +113,17 @@ private final class SharedRateLimiter: Sendable {
     func admit(_ key: String) -> LogRateLimiter.Decision {
         let now = clock()
         return state.withLock { $0.admit(key, now: now) }
+    }
+}
+
+/// The level all copies of one logger share.
+private final class SharedLevel: Sendable {
+    private let index: Atomic<Int>
+
+    init(_ level: LogLevel) { index = Atomic(LogLevel.allCases.firstIndex(of: level) ?? 0) }
+
+    var level: LogLevel {
+        get { LogLevel.allCases[index.load(ordering: .relaxed)] }
+        set { index.store(LogLevel.allCases.firstIndex(of: newValue) ?? 0, ordering: .relaxed) }
     }
 }

@@ -416,8 +416,11 @@ public final class Daemon: @unchecked Sendable {
         }
         for warning in next.loaded.warnings { logger.warning("\(warning)", LogFields(stage: "reload")) }
         let changes = next.loaded.configuration.changes(from: configuration)
-        if next.loaded.configuration.metrics != configuration.metrics {
-            logger.warning("the metrics address changes only on restart", LogFields(stage: "reload"))
+        let previous = configuration
+        // First, so that the reload's own messages follow the new level.
+        if next.loaded.configuration.logLevel != previous.logLevel {
+            logger.level = next.loaded.configuration.logLevel
+            logger.notice("log level is now \(logger.level)", LogFields(stage: "reload"))
         }
         logger.notice(
             "reload: \(changes.added.count) added, \(changes.removed.count) removed, \(changes.changed.count) changed, \(changes.unchanged.count) unchanged",
@@ -428,6 +431,15 @@ public final class Daemon: @unchecked Sendable {
             loop.scheduleTimer(after: drainLimit) { service.forceStop() }
         }
         configuration = next.loaded.configuration
+        if configuration.metrics != previous.metrics {
+            metricsServer?.close()
+            metricsServer = nil
+            if let problem = startMetrics() {
+                logger.error(problem, LogFields(stage: "reload"))
+            } else if configuration.metrics == nil {
+                logger.notice("metrics are off", LogFields(stage: "reload"))
+            }
+        }
         for name in changes.added + changes.changed {
             guard let relay = configuration.relay(named: name), let context = next.contexts[name] else { continue }
             if let problem = startRelay(relay, context: context) {

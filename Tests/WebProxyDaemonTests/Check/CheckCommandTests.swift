@@ -160,6 +160,22 @@ final class CapturedText: Sendable {
         Self.expectNoSecrets(result.output + result.errors, harness)
     }
 
+    /// `check --link` takes the file's keys as flags: a pin the relay's chain does not match
+    /// fails the TLS stage.
+    @Test func aPinFlagThatDoesNotMatchFailsTheTLSStage() async throws {
+        let harness = try await CheckRelayHarness(mode: .https, backend: .echo)
+        let ca = temporaryFile(named: "check-ca-pin.pem", harness.caPEM)
+        let wrongPin = "ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs="
+        let result = Self.check([
+            "--link", harness.link(), "--ca-file", ca, "--connect-to", "127.0.0.1:\(harness.port)",
+            "--pin-sha256", wrongPin, "--carrier", "https",
+        ])
+        await harness.shutdown()
+        #expect(result.status == 12, "\(result.output)")
+        #expect(Self.stageLine(result.output, .tls)?.hasPrefix("FAIL tls") == true, "\(result.output)")
+        Self.expectNoSecrets(result.output + result.errors, harness)
+    }
+
     @Test func nothingListeningFailsTheTCPStage() throws {
         let link = "tg://webproxy?server=\(RelayServerHarness.host)&secret=\(RelayServerHarness.secret)"
         let result = Self.check(["--link", link, "--connect-to", "127.0.0.1:\(unusedLoopbackPort())"])
@@ -173,6 +189,8 @@ final class CapturedText: Sendable {
         #expect(Self.check(["--bogus", "x"]).status == 64)
         #expect(Self.check(["--dc", "zero", "--link", "x"]).status == 64)
         #expect(Self.check(["--ca-file", "/nonexistent"]).status == 64)
+        #expect(Self.check(["--proxy", "socks5://127.0.0.1:1080"]).status == 64)
+        #expect(Self.check(["--link", "tg://webproxy?server=a.example&secret=000102030405060708090a0b0c0d0e0f", "--carrier", "smoke"]).status == 78)
         #expect(Self.check(["--config", "/nonexistent/webproxyd.conf"]).status == 78)
         #expect(Self.check(["--link", "tg://webproxy?server=a.example&secret=zz"]).status == 78)
         let help = Self.check(["--help"])

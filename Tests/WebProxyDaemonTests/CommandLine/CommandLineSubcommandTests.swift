@@ -82,6 +82,25 @@ import Testing
         #expect(!result.errors.contains("000102030405060708090a0b0c0d0e0f"))
     }
 
+    /// A `ca-file` that is no PEM bundle fails `check-config` as it would fail `run`: once,
+    /// on its line, exit 78; `run` with the same file or flag stops before starting.
+    @Test func aCAFileThatIsNotPEMFailsCheckConfigOnce() {
+        let ca = temporaryFile(named: "not-pem.pem", "this is not a certificate\n")
+        let path = temporaryFile(
+            named: "bad-ca.conf",
+            "[relay home]\nlink = tg://webproxy?server=proxy.example.com&secret=000102030405060708090a0b0c0d0e0f\nlisten = 127.0.0.1:8443\nca-file = \(ca)\n")
+        for arguments in [["check-config", "--config", path], ["run", "--config", path]] {
+            let result = run(arguments)
+            #expect(result.status == 78, "\(arguments[0])")
+            #expect(result.errors.hasPrefix("\(path):4: error: \(ca) holds no usable PEM CA certificate"), "\(result.errors)")
+            #expect(result.errors.split(separator: "\n").count == 1, "\(result.errors)")
+        }
+        let quick = run(["run", "--link", "tg://webproxy?server=proxy.example.com&secret=000102030405060708090a0b0c0d0e0f",
+                         "--listen", "127.0.0.1:1", "--ca-file", ca])
+        #expect(quick.status == 78)
+        #expect(quick.errors.hasPrefix("command line: error: --ca-file: \(ca) holds no usable PEM CA certificate"), "\(quick.errors)")
+    }
+
     @Test func checkConfigAcceptsAGoodFile() {
         let path = temporaryFile(
             named: "good.conf",

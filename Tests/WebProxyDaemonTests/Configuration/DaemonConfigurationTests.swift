@@ -3,11 +3,14 @@ import Glibc
 #endif
 import Testing
 import WebProxyCore
+import WebProxyNet
 @testable import WebProxyDaemon
 
 let plainSecretHex = "00112233445566778899aabbccddeeff"
 let paddedSecretHex = "dd00112233445566778899aabbccddeeff"
 let rootLink = "tg://webproxy?server=relay.example.com&secret=" + plainSecretHex
+/// A real CA certificate, for `ca-file`: the file is loaded as `run` would load it.
+let testCAPEM = try! TestCertificateAuthority().certificatePEM
 
 /// Parses configuration text labelled `test.conf` with no environment.
 func parseConfiguration(_ text: String, environment: [String: String] = [:],
@@ -19,7 +22,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
 @Suite struct DaemonConfigurationTests {
     @Test func everyRelayKeyBecomesATypedValue() throws {
         let scratch = try OperationsScratchDirectory()
-        let caFile = try scratch.write("ca.pem", "-----BEGIN CERTIFICATE-----\n", mode: 0o644)
+        let caFile = try scratch.write("ca.pem", testCAPEM, mode: 0o644)
         // SHA-256 of "a", "b" and "c".
         let pinA = "ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs="
         let pinB = "PiPoFgA5WUoziU9lZOGxNIu9egCI1CxKy3PurtWcAJ0="
@@ -198,14 +201,50 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
 
     @Test func quickFlagsBuildTheDefaultRelay() throws {
         let scratch = try OperationsScratchDirectory()
-        let caFile = try scratch.write("ca.pem", "x", mode: 0o644)
+        let caFile = try scratch.write("ca.pem", testCAPEM, mode: 0o644)
+        let pinA = "ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs="
+        let pinB = "PiPoFgA5WUoziU9lZOGxNIu9egCI1CxKy3PurtWcAJ0="
         let relay = try RelayConfiguration(
-            quickLink: rootLink, listen: "127.0.0.1:8443", caFile: caFile, connectTo: "127.0.0.1:9443")
+            quickLink: rootLink, listen: "127.0.0.1:8443", caFile: caFile, connectTo: "127.0.0.1:9443",
+            proxy: "socks5://127.0.0.1:1080", pins: "\(pinA), \(pinB)", carrier: "websocket")
         #expect(relay == RelayConfiguration(
             name: "default", host: try RelayHost("relay.example.com"), basePath: nil,
             secret: try ProxySecret(parsing: plainSecretHex),
-            listen: try ListenAddress(parsing: "127.0.0.1:8443"), caFile: caFile,
-            connectTo: try HostAndPort(parsing: "127.0.0.1:9443")))
+            listen: try ListenAddress(parsing: "127.0.0.1:8443"), carrier: .websocket, caFile: caFile,
+            pins: [try SPKIPin(parsing: pinA), try SPKIPin(parsing: pinB)],
+            connectTo: try HostAndPort(parsing: "127.0.0.1:9443"),
+            proxy: try UpstreamProxy(parsing: "socks5://127.0.0.1:1080")))
+    }
+
+    /// The optional quick flags are checked as strictly as the file's keys.
+    @Test func quickOptionalFlagErrorsNameTheFlag() throws {
+        let scratch = try OperationsScratchDirectory()
+        let notPEM = try scratch.write("not-a-ca.pem", "just text\n", mode: 0o644)
+        do {
+            _ = try RelayConfiguration(
+                quickLink: rootLink, listen: "127.0.0.1:8443", caFile: notPEM, proxy: "ftp://x:1",
+                pins: "tooshort", carrier: "websockets")
+            Issue.record("bad quick flags were accepted")
+        } catch {
+            let flags = error.diagnostics.map { String($0.message.prefix(while: { $0 != ":" })) }
+            #expect(flags == ["--ca-file", "--proxy", "--pin-sha256", "--carrier"])
+            #expect(error.description.contains("holds no usable PEM CA certificate"))
+            #expect(error.description.contains("did you mean 'websocket'?"))
+        }
+    }
+
+    /// `ca-file` is loaded as `run` loads it: readable is not enough.
+    @Test func aCAFileThatIsNotPEMIsAnErrorOnItsLine() throws {
+        let scratch = try OperationsScratchDirectory()
+        let notPEM = try scratch.write("ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n", mode: 0o644)
+        let text = "[relay home]\nlink = \(rootLink)\nlisten = 127.0.0.1:8443\nca-file = \(notPEM)\n"
+        #expect(throws: ConfigurationError.self) { try parseConfiguration(text) }
+        do {
+            _ = try parseConfiguration(text)
+        } catch {
+            #expect(error.diagnostics.count == 1)
+            #expect(error.description.hasPrefix("test.conf:4: error: \(notPEM) holds no usable PEM CA certificate"))
+        }
     }
 
     @Test func quickFlagErrorsNameTheFlag() {

@@ -44,6 +44,18 @@ final class ManualMonotonicClock: Sendable {
         #expect(memory.records.map(\.level) == [.notice, .warning, .error])
     }
 
+    /// A reload sets the level once on the daemon's logger; every relay's copy follows.
+    @Test func copiesShareTheLevel() {
+        let memory = MemoryLogBackend()
+        let root = Logger(backend: memory, level: .warning)
+        let relay = root.with(relay: "home").redacting([])
+        relay.debug("before")
+        root.level = .debug
+        relay.debug("after")
+        #expect(memory.records.map(\.message) == ["after"])
+        #expect(relay.level == .debug)
+    }
+
     @Test func repeatedErrorsAreRateLimitedWithASummary() {
         let memory = MemoryLogBackend()
         let clock = ManualMonotonicClock()

@@ -58,4 +58,37 @@ import WebProxyTestSupport
         daemon.requestStop()
         #expect(daemon.waitUntilStopped() == 0)
     }
+
+    /// `[daemon]` keys apply on reload too: a new `log-level` reaches every relay's logger,
+    /// and the metrics endpoint moves, starts or stops, with unchanged relays left running.
+    @Test func reloadAppliesTheLogLevelAndTheMetricsAddress() throws {
+        let homePort = unusedLoopbackPort()
+        let home = Self.relaySection("home", port: homePort)
+        let path = temporaryFile(named: "reload-daemon.conf", "[daemon]\nlog-level = warning\n\n" + home)
+        let loaded = try DaemonConfiguration.load(path: path, environment: [:])
+        let backend = MemoryLogBackend()
+        let daemon = try Daemon(
+            configuration: loaded.configuration, configurationPath: path, environment: [:],
+            logger: Logger(backend: backend, level: loaded.configuration.logLevel), drainLimit: .milliseconds(500))
+        try daemon.start()
+        #expect(daemon.metricsAddress() == nil)
+        #expect(!backend.records.contains { $0.level < .warning }, "records below warning before the reload")
+
+        let metricsPort = unusedLoopbackPort()
+        _ = temporaryFile(
+            named: "reload-daemon.conf", "[daemon]\nlog-level = debug\nmetrics = 127.0.0.1:\(metricsPort)\n\n" + home)
+        daemon.requestReload()
+        #expect(Self.eventually { daemon.metricsAddress()?.port == metricsPort })
+        #expect(Self.eventually { backend.records.contains { $0.message == "log level is now debug" } })
+        #expect(backend.records.contains { $0.message == "reload: 0 added, 0 removed, 0 changed, 1 unchanged" })
+        #expect(daemon.listenAddresses().mapValues(\.port) == ["home": homePort])
+
+        _ = temporaryFile(named: "reload-daemon.conf", "[daemon]\nlog-level = debug\n\n" + home)
+        daemon.requestReload()
+        #expect(Self.eventually { backend.records.contains { $0.message == "metrics are off" } })
+        #expect(daemon.metricsAddress() == nil)
+
+        daemon.requestStop()
+        #expect(daemon.waitUntilStopped() == 0)
+    }
 }
