@@ -455,6 +455,8 @@ final class RelayService {
     }
 
     private func sessionDown(_ failure: SessionFailure) {
+        // Nothing pooled for a lost session is trusted: the next one dials afresh.
+        client.closeIdleConnections()
         let wasUp = state == .up
         if state != .stopping { state = .down }
         carrier = nil

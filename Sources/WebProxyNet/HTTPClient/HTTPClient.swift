@@ -130,6 +130,16 @@ public final class HTTPClient {
         idle.removeAll()
     }
 
+    /// Closes every idle keep-alive connection. After a network fault they may be dead without
+    /// knowing it (a lost NAT entry sends no FIN), and a request sent on one would wait out its
+    /// whole deadline; the next request dials afresh.
+    public func closeIdleConnections() {
+        loop.assertInEventLoop()
+        let stale = idle
+        idle.removeAll()
+        for connection in stale { connection.abandon() }
+    }
+
     /// The request head and body as one buffer; `Host` goes first when the caller set none.
     static func encode(_ request: HTTPClientRequest, hostHeader: String) throws(HTTPError) -> [UInt8] {
         var headers = request.headers
@@ -210,6 +220,9 @@ public final class HTTPClient {
         }
         let sawBytes = task.connection?.sawResponseBytes ?? false
         task.connection?.abandon()
+        // A silent connection says the path may be gone: the idle ones share it, so none is
+        // trusted for the next request.
+        closeIdleConnections()
         let detail = sawBytes ? "the response did not finish" : "no response arrived"
         task.complete(.failure(HTTPClientError(.timedOut, "\(detail) within \(timeout)")))
         dispatch()
