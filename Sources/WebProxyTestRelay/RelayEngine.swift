@@ -49,6 +49,11 @@ public struct RelayEngine: Sendable {
     /// Live sessions (for tests and status output).
     public var sessionCount: Int { sessions.count }
 
+    /// Every session's state in counts (for tests' stall reports).
+    public var stateSummary: String {
+        sessions.values.map(\.stateSummary).sorted().joined(separator: " | ")
+    }
+
     // MARK: - Events
 
     /// An HTTP request on `connection`.

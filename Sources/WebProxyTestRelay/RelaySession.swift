@@ -36,6 +36,22 @@ struct RelaySession: Sendable {
         if mode != .websocketLanes { lanes[0] = RelayLane() }
     }
 
+    /// Streams, lanes and budget in counts, for a test's stall report.
+    var stateSummary: String {
+        var parts = ["budget \(budget.bytes) bytes / \(budget.items) items"]
+        for id in streams.keys.sorted() {
+            guard let stream = streams[id] else { continue }
+            parts.append(
+                "stream \(id): receive window \(stream.receiveWindow), send credit \(stream.sendCredit), held \(stream.held.count), paused \(stream.readingPaused), undrained writes \(stream.undrainedWrites.count)")
+        }
+        for key in lanes.keys.sorted() {
+            guard let lane = lanes[key] else { continue }
+            parts.append(
+                "lane \(key): cursor \(lane.cursor), unacked \(lane.unacked?.bytes ?? 0), parked \(lane.parked != nil), last up \(lane.lastUplink?.sequence ?? 0)")
+        }
+        return parts.joined(separator: "; ")
+    }
+
     /// The lane carrying a stream's frames.
     func laneKey(_ stream: StreamID) -> UInt32 { mode.usesLanes ? stream.rawValue : 0 }
 

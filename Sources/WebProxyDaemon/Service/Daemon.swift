@@ -267,6 +267,11 @@ public final class Daemon: @unchecked Sendable {
         onLoop { [self] in snapshots() }
     }
 
+    /// Each running relay's session state in counts, taken on the loop (for tests).
+    func stateSummaries() -> [String]? {
+        onLoop { [self] in configuration.relays.compactMap { services[$0.name]?.stateSummary } }
+    }
+
     /// The metrics text (loop thread).
     private func metricsText() -> String {
         PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())

@@ -113,6 +113,9 @@ final class RelayService {
     /// Connections closed at once (limit) or after waiting for a session.
     var refusedConnections: Int { supervisor.refusedConnections }
 
+    /// The session's state in counts, for stall reports.
+    var stateSummary: String { supervisor.stateSummary }
+
     /// The relay as `status` and the metrics show it; `wallClockSeconds` is now (time(2)).
     func snapshot(wallClockSeconds: Int64) -> RelaySnapshot {
         let elapsed = loop.now - origin

@@ -28,6 +28,13 @@ struct HTTPExchanges: Sendable {
     /// Whether `id` is a failed attempt waiting for its retry timer here.
     func isWaiting(_ id: RequestID) -> Bool { waiting[id] != nil }
 
+    /// The operations in flight and waiting for a retry, for a state report.
+    var summary: String {
+        let flying = inFlight.keys.sorted().compactMap { inFlight[$0]?.operation.description }
+        let retrying = waiting.keys.sorted().compactMap { waiting[$0]?.operation.description }
+        return "in flight [\(flying.joined(separator: ", "))], awaiting retry [\(retrying.joined(separator: ", "))]"
+    }
+
     /// Sends a new operation.
     @discardableResult
     mutating func send(
@@ -65,6 +72,18 @@ struct HTTPExchanges: Sendable {
         guard let exchange = waiting.removeValue(forKey: id) else { return false }
         dispatch(exchange, step: &step)
         return true
+    }
+
+    /// Resends at once, under new attempt ids, the attempts of `operation` in flight now: a
+    /// sibling request of theirs got no answer, so the path under their connections is
+    /// suspect too (a silent connection would hold them until their deadline). The old
+    /// attempts are cancelled; a retry waiting for its timer is left alone.
+    mutating func resendInFlight(_ operation: HTTPOperation, step: inout SessionStep) {
+        for id in inFlight.keys.sorted() where inFlight[id]?.operation == operation {
+            guard let exchange = inFlight.removeValue(forKey: id) else { continue }
+            step.emit(.cancelHTTP(id))
+            dispatch(exchange, step: &step)
+        }
     }
 
     /// Abandons everything: cancels requests in flight and pending retry timers.

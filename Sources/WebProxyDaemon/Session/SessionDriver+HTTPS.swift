@@ -126,12 +126,22 @@ extension SessionDriver {
     }
 
     /// Schedules the identical request again, or ends the session when retries are spent.
+    /// A request that got no answer also resends its sibling (the `/down` of the same lane
+    /// after an `/up`, and the other way round) at once, identical: a parked long poll on a
+    /// connection that went silent would otherwise hold the stream until its deadline.
     mutating func retry(
         _ exchange: HTTPExchanges.Exchange, id: RequestID, _ failure: RequestFailure, wallClockSeconds: Int64,
         step: inout SessionStep
     ) {
         if let error = exchanges.failed(exchange, id: id, failure, wallClockSeconds: wallClockSeconds, step: &step) {
             fail(SessionFailure(error), step: &step)
+            return
+        }
+        guard failure == .noResponse else { return }
+        switch exchange.operation {
+        case .up(let lane): exchanges.resendInFlight(.down(lane: lane), step: &step)
+        case .down(let lane): exchanges.resendInFlight(.up(lane: lane), step: &step)
+        case .bridgePage, .createSession, .deleteSession: break
         }
     }
 }

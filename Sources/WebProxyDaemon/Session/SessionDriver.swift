@@ -87,6 +87,19 @@ struct SessionDriver: Sendable {
         }
     }
 
+    /// The session's state in counts, for a stall report: never a token or a payload byte.
+    var stateSummary: String {
+        var parts = ["\(mode)", "requests \(exchanges.summary)"]
+        if let uplink { parts.append("uplink \(uplink.isIdle ? "idle" : "busy")") }
+        if !deferredPolls.isEmpty { parts.append("\(deferredPolls.count) polls deferred") }
+        for connection in connections.keys.sorted() {
+            guard let local = connections[connection], let stream = local.stream else { continue }
+            parts.append(
+                "stream \(stream): send credit \(mux.sendCredit(for: stream)), queued \(mux.queuedBytes(on: stream)), undelivered \(mux.undeliveredBytes(on: stream)), writing \(local.writeQueued), reading \(local.reading)")
+        }
+        return parts.joined(separator: "; ")
+    }
+
     // MARK: Local connections
 
     var connectionCount: Int { connections.count }

@@ -68,6 +68,9 @@ public struct SessionSupervisor: Sendable {
     /// The carrier of the session that is up, nil while none is.
     public var sessionMode: CarrierMode? { driver?.mode }
 
+    /// The current session's state in counts (see `SessionDriver.stateSummary`), or the phase.
+    public var stateSummary: String { driver?.stateSummary ?? "no session (\(phase))" }
+
     /// Local connections the current session carries.
     public var carriedConnections: Int { driver?.connectionCount ?? 0 }
 

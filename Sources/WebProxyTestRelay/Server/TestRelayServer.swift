@@ -141,6 +141,9 @@ public final class TestRelayServer: @unchecked Sendable {
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
 
+    /// Every session's state in counts (loop thread).
+    public var stateSummary: String { engine.stateSummary }
+
     /// DATA payload bytes that arrived from clients in `/up` bodies and WebSocket messages,
     /// counted before the engine applies them (replayed bodies count again; loop thread).
     public private(set) var uplinkDataBytes = 0

@@ -36,6 +36,7 @@ extension EndToEndFaultTests {
         /// after 3 s (20 s in production); requests have 5 s.
         static var settings: SessionSettings {
             var settings = SessionSettings()
+            if ProcessEnvironment.current()["FAULT_PRODUCTION"] != nil { return settings }
             settings.socketPingAfter = .seconds(1)
             settings.socketDeadAfter = .seconds(3)
             settings.requestDeadline = .seconds(5)
@@ -93,6 +94,12 @@ extension EndToEndFaultTests {
 
             // The bulk stream finished intact or was closed, within the 30 s bound.
             let ending = transfer.wait(within: .seconds(40))
+            if ending?.stalled != false {
+                let queued = rig.daemon.relaySnapshots()?.first?.queued
+                print("[faults] stalled: daemon queued up \(queued?.uplink ?? -1) down \(queued?.downlink ?? -1); relay got \(EndToEndFaultTests.relayUplinkBytesNow(harness)) DATA bytes, backend echoed \(EndToEndFaultTests.echoedBytesNow(harness)); client got \(transfer.received); \(rig.daemon.stateSummaries() ?? [])")
+                let relayState = try await harness.withRelay { $0.stateSummary }
+                print("[faults] relay: \(relayState)")
+            }
             let ended = try #require(ending, "\(mode) \(fault): the in-flight stream neither finished nor closed within 40 s")
             #expect(ended.stalled == false, "\(mode) \(fault): the in-flight stream stalled with \(ended.bytes.count) of \(payload.count) bytes and no end")
             #expect(ended.bytes == Array(payload.prefix(ended.bytes.count)), "\(mode) \(fault): corrupted echo")
