@@ -51,6 +51,13 @@ enum PrometheusText {
             $0.queued.peakTotal
         }
 
+        family(&out, "webproxyd_local_closes_total", "counter", "Local connections the daemon closed, by reason.")
+        for relay in relays {
+            for (reason, count) in relay.counters.localCloses.sorted(by: { $0.key < $1.key }) {
+                out += "webproxyd_local_closes_total{relay=\"\(escape(relay.status.name))\",reason=\"\(escape(reason))\"} \(count)\n"
+            }
+        }
+
         family(&out, "webproxyd_errors_total", "counter", "Session failures by class.")
         for relay in relays {
             for (errorClass, count) in relay.counters.errors.sorted(by: { $0.key < $1.key }) {

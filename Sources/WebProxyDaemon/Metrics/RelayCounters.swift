@@ -11,6 +11,8 @@ struct RelayCounters: Equatable, Sendable {
     private(set) var errors: [String: Int] = [:]
     /// The latest session failure.
     private(set) var lastError: RelayErrorRecord?
+    /// Local connections the daemon closed, by reason (`LocalCloseReason.label`).
+    var localCloses: [String: Int] = [:]
     /// Answered carrier HTTP requests by carrier label (`carrierLabels`).
     private(set) var requestSeconds: [String: LatencyHistogram] = [:]
 

@@ -114,7 +114,10 @@ final class RelayService {
     var refusedConnections: Int { supervisor.refusedConnections }
 
     /// The session's state in counts, for stall reports.
-    var stateSummary: String { supervisor.stateSummary }
+    var stateSummary: String {
+        supervisor.stateSummary
+            + "; http tasks \(requests.count), queued \(client.queuedRequestCount), connections \(client.openConnectionCount) (\(client.idleConnectionCount) idle)"
+    }
 
     /// The relay as `status` and the metrics show it; `wallClockSeconds` is now (time(2)).
     func snapshot(wallClockSeconds: Int64) -> RelaySnapshot {
@@ -362,6 +365,7 @@ final class RelayService {
             work.append(.pumpLocal(id))
         case .closeLocal(let id, let reason):
             guard let local = locals.removeValue(forKey: id) else { return }
+            counters.localCloses[reason.label, default: 0] += 1
             if reason.flushesPendingWrites { local.tcp.close() } else { local.tcp.abort() }
             onStatusChange?()
         case .schedule(let timer, let at):

@@ -82,6 +82,19 @@ public enum LocalCloseReason: Hashable, Sendable, CustomStringConvertible {
     /// (the relay's last bytes before its CLOSE); otherwise it drops them and closes at once.
     public var flushesPendingWrites: Bool { self == .relayClosedStream }
 
+    /// The metrics label of the reason.
+    public var label: String {
+        switch self {
+        case .relayClosedStream: "relay-closed"
+        case .streamFault: "stream-fault"
+        case .sessionFailed: "session-failed"
+        case .sessionUnavailable: "no-session"
+        case .streamLimit: "stream-limit"
+        case .readOverrun: "read-overrun"
+        case .shutdown: "shutdown"
+        }
+    }
+
     public var description: String {
         switch self {
         case .relayClosedStream: "relay closed the stream"

@@ -11,10 +11,9 @@ public struct SessionSettings: Hashable, Sendable {
     /// to local sockets and not yet written. Reads and https polls stop at this bound.
     public var globalQueueLimit: Int
     /// Deadline of every HTTP request except a parked long poll, and of WebSocket upgrades.
-    /// It bounds how long a request on a connection that went silent holds its stream; a
-    /// 2 MiB `/up` body therefore needs about 1.7 Mbit/s (a slower path retries it).
+    /// It bounds how long a request on a connection that went silent holds its stream.
     public var requestDeadline: Duration
-    /// Deadline of a `/down` long poll: the relay's 25 s long poll plus a 5 s margin.
+    /// Deadline of a `/down` long poll: the relay's 25 s long poll plus a margin.
     public var longPollDeadline: Duration
     /// A WebSocket silent this long gets a Ping.
     public var socketPingAfter: Duration
@@ -38,8 +37,8 @@ public struct SessionSettings: Hashable, Sendable {
         maxStreams: Int = 128,
         perStreamQueueLimit: Int = 8 << 20,
         globalQueueLimit: Int = 32 << 20,
-        requestDeadline: Duration = .seconds(10),
-        longPollDeadline: Duration = .seconds(30),
+        requestDeadline: Duration = .seconds(20),
+        longPollDeadline: Duration = .seconds(35),
         socketPingAfter: Duration = .seconds(10),
         socketDeadAfter: Duration = .seconds(20),
         laneIdleRecycle: Duration = .seconds(90),

@@ -50,6 +50,10 @@ public final class HTTPClient {
     private var nextDialID = 0
     private var isShutDown = false
 
+    /// True while `execute` hands a new request to the pool: a completion then waits for the
+    /// next loop turn, so it never runs before `execute` returned its task.
+    fileprivate(set) var isSubmitting = false
+
     /// How many connections have been opened over the client's life (for tests and stats).
     public private(set) var connectionsOpened = 0
 
@@ -106,7 +110,10 @@ public final class HTTPClient {
             timedOut(task, after: timeout)
         }
         queue.append(task)
+        // A pooled connection the peer already reset fails the request inside `dispatch`.
+        isSubmitting = true
         dispatch()
+        isSubmitting = false
         return task
     }
 
@@ -277,6 +284,13 @@ public final class HTTPClientTask {
         if let deadline, let client { client.loop.cancelTimer(deadline) }
         deadline = nil
         connection = nil
-        completion(result)
+        // Never before `execute` returned: a caller that files the task only then would
+        // take a completion inside `execute` for a stale one and drop it, and the request
+        // would be lost for good (no answer, no deadline).
+        if let client, client.isSubmitting {
+            client.loop.scheduleTimer(after: .zero) { completion(result) }
+        } else {
+            completion(result)
+        }
     }
 }

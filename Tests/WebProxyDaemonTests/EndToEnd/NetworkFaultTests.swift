@@ -99,6 +99,7 @@ extension EndToEndFaultTests {
                 print("[faults] stalled: daemon queued up \(queued?.uplink ?? -1) down \(queued?.downlink ?? -1); relay got \(EndToEndFaultTests.relayUplinkBytesNow(harness)) DATA bytes, backend echoed \(EndToEndFaultTests.echoedBytesNow(harness)); client got \(transfer.received); \(rig.daemon.stateSummaries() ?? [])")
                 let relayState = try await harness.withRelay { $0.stateSummary }
                 print("[faults] relay: \(relayState)")
+                if servedInTime { for line in rig.lines.suffix(80) { print("[faults] log: \(line)") } }
             }
             let ended = try #require(ending, "\(mode) \(fault): the in-flight stream neither finished nor closed within 40 s")
             #expect(ended.stalled == false, "\(mode) \(fault): the in-flight stream stalled with \(ended.bytes.count) of \(payload.count) bytes and no end")

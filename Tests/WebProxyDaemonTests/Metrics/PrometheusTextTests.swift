@@ -23,6 +23,7 @@ import WebProxyCore
         home.recordFailure(SessionFailure(.unreachable, "x"), monotonic: .seconds(1), wallClockSeconds: 0)
         home.recordFailure(SessionFailure(.carrierLost, "y"), monotonic: .seconds(2), wallClockSeconds: 0)
         home.recordFailure(SessionFailure(.unreachable, "z"), monotonic: .seconds(3), wallClockSeconds: 0)
+        home.localCloses = ["relay-closed": 5, "session-failed": 2]
         home.recordRequest(carrier: nil, duration: .milliseconds(40))
         home.recordRequest(carrier: nil, duration: .milliseconds(300))
         home.recordRequest(carrier: .https, duration: .seconds(25))
@@ -85,6 +86,10 @@ import WebProxyCore
                 # TYPE webproxyd_queued_bytes_peak gauge
                 webproxyd_queued_bytes_peak{relay="home"} 65536
                 webproxyd_queued_bytes_peak{relay="work"} 0
+                # HELP webproxyd_local_closes_total Local connections the daemon closed, by reason.
+                # TYPE webproxyd_local_closes_total counter
+                webproxyd_local_closes_total{relay="home",reason="relay-closed"} 5
+                webproxyd_local_closes_total{relay="home",reason="session-failed"} 2
                 # HELP webproxyd_errors_total Session failures by class.
                 # TYPE webproxyd_errors_total counter
                 webproxyd_errors_total{relay="home",class="carrier-lost"} 1
