@@ -14,7 +14,7 @@ extension EndToEndFaultTests {
     /// Cases 1 and 2: many streams at once, and a stream whose local reader stalls.
     @Suite struct StreamLoad {
         static let streams = 16
-        static let bytesPerStream = isDebug ? 512 << 10 : 4 << 20
+        static let bytesPerStream = ProcessEnvironment.current()["LOAD_MIB"].flatMap { Int($0) }.map { $0 << 20 } ?? (isDebug ? 512 << 10 : 4 << 20)
 
         /// Case 1 — expected: 16 concurrent streams of one session echo every byte both ways,
         /// unchanged and exactly once.
