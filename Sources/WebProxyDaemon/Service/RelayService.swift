@@ -61,6 +61,8 @@ final class RelayService {
     private(set) var counters = RelayCounters()
     /// A session build (bridge page, creation) is under way.
     private var building = false
+    /// Cancels the stall watchdog's next tick.
+    private var cancelProgressCheck: (() -> Void)?
     /// Called after anything `status` shows may have changed.
     var onStatusChange: (() -> Void)?
 
@@ -189,6 +191,18 @@ final class RelayService {
         }
         state = .connecting
         handle(.start)
+        scheduleProgressCheck()
+    }
+
+    /// Ticks the session's stall watchdog a few times per `stallBound`, for as long as the
+    /// relay runs.
+    private func scheduleProgressCheck() {
+        let tick = loop.scheduleTimer(after: supervisor.settings.stallBound / 3) { [weak self] in
+            guard let self, state != .stopping, state != .stopped else { return }
+            handle(.progressCheck)
+            scheduleProgressCheck()
+        }
+        cancelProgressCheck = { [loop] in loop.cancelTimer(tick) }
     }
 
     /// Stops: closes the listener and local connections, deletes the session (bounded by the
@@ -505,6 +519,8 @@ final class RelayService {
             logger.info("idle session recycled", LogFields(stage: "carrier"))
         case .sessionDeleted(let status):
             logger.info("session deleted (\(status.map(String.init) ?? "no answer"))", LogFields(stage: "shutdown"))
+        case .sessionStalled(let state):
+            logger.warning("session stalled, rebuilding it: \(state)", LogFields(stage: "carrier", error: "stalled"))
         }
     }
 
@@ -520,6 +536,8 @@ final class RelayService {
         sockets = [:]
         for cancel in timers.values { cancel() }
         timers = [:]
+        cancelProgressCheck?()
+        cancelProgressCheck = nil
         client.shutdown()
         onStatusChange?()
         let completion = stopCompletion

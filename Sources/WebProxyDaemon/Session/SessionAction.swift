@@ -130,6 +130,9 @@ public struct SessionFailure: Hashable, Sendable, CustomStringConvertible {
         case relayEnded = "relay-ended"
         /// Every stream id of the session was used; a fresh session has a fresh id space.
         case streamIDsExhausted = "stream-ids-exhausted"
+        /// Work was queued and nothing moved for `SessionSettings.stallBound`: the daemon's
+        /// own watchdog gave up on the session.
+        case stalled
     }
 
     public let kind: Kind
@@ -174,6 +177,8 @@ public enum SessionLogEvent: Hashable, Sendable {
     case idleSessionRecycled
     /// The shutdown DELETE finished (HTTP status, nil when it got no answer).
     case sessionDeleted(status: Int?)
+    /// The watchdog found the session stalled; the state in counts (no token, no payload).
+    case sessionStalled(String)
 }
 
 /// Which relay call an HTTP request is, for logs and routing.

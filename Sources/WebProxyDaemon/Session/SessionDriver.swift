@@ -36,6 +36,8 @@ struct SessionDriver: Sendable {
     var writeQueuedTotal = 0
     /// What the session holds, with its peaks, as of the end of the last step.
     private(set) var queued = QueuedBytes()
+    /// When a byte or a relay frame last moved (for the watchdog); nil before `start`.
+    private(set) var lastProgress: MonotonicInstant?
 
     // https
     var uplink: UplinkSequencer?
@@ -79,12 +81,33 @@ struct SessionDriver: Sendable {
 
     /// Starts the carrier: the first poll, the session socket, or the lane idle timer.
     mutating func start(step: inout SessionStep) {
+        lastProgress = step.now
         switch mode {
         case .https: poll(.session, step: &step)
         case .httpsLanes: poll(.session, step: &step)
         case .websocket: sessionSocket = openSocket(lane: nil, step: &step)
         case .websocketLanes: updateLaneIdleTimer(step: &step)
         }
+    }
+
+    /// Whether the relay owes the session work and nothing moved for `settings.stallBound`:
+    /// uplink bytes wait for the carrier, or a stream is out of send credit while everything
+    /// the relay sent it was written (so its WINDOW is the relay's to send). A local client
+    /// that stops reading stalls only its own stream and does not count.
+    func isStalled(at now: MonotonicInstant) -> Bool {
+        guard isRunning, let lastProgress, lastProgress.duration(to: now) >= settings.stallBound else { return false }
+        if mux.queuedBytes > 0 { return true }
+        return connections.values.contains { local in
+            guard let stream = local.stream, local.writeQueued == 0 else { return false }
+            return mux.sendCredit(for: stream) == 0 && mux.undeliveredBytes(on: stream) == 0
+        }
+    }
+
+    /// The watchdog's verdict: a stalled session is logged with its state and rebuilt.
+    mutating func checkProgress(step: inout SessionStep) {
+        guard isStalled(at: step.now) else { return }
+        step.emit(.log(.sessionStalled(stateSummary)))
+        fail(SessionFailure(.stalled, "no progress for \(settings.stallBound) with work queued"), step: &step)
     }
 
     /// The session's state in counts, for a stall report: never a token or a payload byte.
@@ -151,6 +174,7 @@ struct SessionDriver: Sendable {
         case .timerFired(.retry(let id)): _ = exchanges.retryTimerFired(id, step: &step)
         case .timerFired(.socketLiveness(let id)): livenessCheck(id, step: &step)
         case .timerFired(.laneIdle): laneIdleExpired(step: &step)
+        case .progressCheck: checkProgress(step: &step)
         case .start, .shutdown, .localAccepted, .timerFired(.rebuild), .timerFired(.admission): return
         }
         finishStep(step: &step)
@@ -170,6 +194,7 @@ struct SessionDriver: Sendable {
             return
         }
         guard !bytes.isEmpty else { return }
+        lastProgress = step.now
         if local.stream == nil {
             guard let stream = openStream(for: connection, step: &step) else { return }
             local.stream = stream
@@ -186,6 +211,7 @@ struct SessionDriver: Sendable {
         guard let local = connections[connection], count > 0, count <= local.writeQueued else { return }
         connections[connection]?.writeQueued -= count
         writeQueuedTotal -= count
+        lastProgress = step.now
         if let stream = local.stream { try? mux.delivered(count, on: stream) }
         guard !deferredPolls.isEmpty, writeQueuedTotal < settings.globalQueueLimit else { return }
         let lanes = deferredPolls.sorted()
@@ -234,6 +260,7 @@ struct SessionDriver: Sendable {
     /// its id), nil on the shared carriers.
     mutating func receive(_ frames: [Frame], lane: StreamID?, step: inout SessionStep) {
         step.frames.received += frames.count
+        if !frames.isEmpty { lastProgress = step.now }
         for frame in frames {
             guard isRunning else { return }
             if let lane, frame.stream != lane {

@@ -38,4 +38,6 @@ public enum SessionEvent: Sendable {
     case timerFired(TimerID)
     /// Stop: close local connections, delete the session (bounded wait), then `stopped`.
     case shutdown
+    /// The shell's periodic tick for the stall watchdog (`SessionSettings.stallBound`).
+    case progressCheck
 }

@@ -24,6 +24,8 @@ public struct SessionSettings: Hashable, Sendable {
     public var laneIdleRecycle: Duration
     /// How long shutdown waits for the DELETE.
     public var shutdownWait: Duration
+    /// A session with work queued and no byte or frame moved for this long is rebuilt.
+    public var stallBound: Duration
     /// Receive credit goes back in a WINDOW once this many bytes were written locally.
     public var windowUpdateThreshold: Int
     /// Retries of one request.
@@ -43,6 +45,7 @@ public struct SessionSettings: Hashable, Sendable {
         socketDeadAfter: Duration = .seconds(20),
         laneIdleRecycle: Duration = .seconds(90),
         shutdownWait: Duration = .seconds(3),
+        stallBound: Duration = .seconds(30),
         windowUpdateThreshold: Int = SessionMux.defaultWindowUpdateThreshold,
         retry: RetryPolicy = .relayDefault,
         reconnect: ReconnectSettings = .standard,
@@ -57,6 +60,7 @@ public struct SessionSettings: Hashable, Sendable {
         self.socketDeadAfter = socketDeadAfter
         self.laneIdleRecycle = laneIdleRecycle
         self.shutdownWait = shutdownWait
+        self.stallBound = stallBound
         self.windowUpdateThreshold = windowUpdateThreshold
         self.retry = retry
         self.reconnect = reconnect

@@ -55,6 +55,40 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.supervisor.carriedConnections == 0)
     }
 
+    @Test("the watchdog rebuilds a session whose queued uplink has not moved for the stall bound")
+    func stallWatchdog() {
+        var h = H.established(.https)
+        _ = h.on(.localAccepted(conn))
+        // 4 MiB read at once: the first /up takes a 2 MiB batch, the rest waits for its ack.
+        let bulk = [UInt8](repeating: 0x5A, count: 4 << 20)
+        #expect(h.on(.localRead(conn, bulk[...])).contains { if case .sendHTTP = $0 { true } else { false } })
+        // A quiet session with nothing owed is left alone; so is one that moved recently.
+        h.advance(.seconds(29))
+        #expect(h.on(.progressCheck) == [])
+        h.advance(.seconds(1))
+        let actions = h.onLogged(.progressCheck)
+        let stalled = actions.contains {
+            if case .log(.sessionStalled(let state)) = $0 { return state.contains("stream 1: send credit 0") && state.contains("/up") }
+            return false
+        }
+        #expect(stalled, "\(actions)")
+        #expect(actions.contains(.closeLocal(conn, .sessionFailed)))
+        #expect(actions.contains { if case .sessionDown(let failure) = $0 { return failure.kind == .stalled } else { return false } })
+    }
+
+    @Test("the watchdog leaves a session alone whose only stall is a local client that does not read")
+    func stalledReaderIsNotAStalledSession() {
+        var h = H.established(.https)
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localRead(conn, echoBytes))
+        _ = h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
+        // The relay's data reaches the daemon but the local client never takes it.
+        let batch = H.downBatch(cursor: 1, [.data(stream: stream(1), payload: echoBytes)])
+        _ = h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
+        h.advance(.seconds(60))
+        #expect(h.on(.progressCheck) == [])
+    }
+
     @Test("a request without an answer is retried byte-identically after the backoff")
     func identicalRetry() {
         var h = H.established(.https)
