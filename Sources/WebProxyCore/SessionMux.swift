@@ -99,6 +99,9 @@ public struct SessionMux: Sendable {
         var undelivered = 0
         /// Bytes reported delivered whose credit has not gone out in a WINDOW yet.
         var pendingCredit = 0
+        /// Bytes enqueued that no WINDOW from the relay has returned yet: queued here, in
+        /// flight, or held by the relay.
+        var unacknowledged = 0
         var openPending = true
         var windowPending = false
         /// The local connection ended: queued DATA still goes out, then CLOSE.
@@ -116,6 +119,9 @@ public struct SessionMux: Sendable {
     public private(set) var isFinished = false
     /// Total bytes queued on all streams.
     public internal(set) var queuedBytes = 0
+    /// Uplink bytes of all live streams that no WINDOW has returned yet: what the session
+    /// may have charged to the relay's pending budget (PROTOCOL.md §4.6), at most.
+    public private(set) var unacknowledgedUplinkBytes = 0
 
     private(set) var nextStreamID: UInt32
     var streams: [StreamID: StreamState] = [:]
@@ -177,7 +183,9 @@ public struct SessionMux: Sendable {
         guard !bytes.isEmpty else { return }
         let wasIdle = streams.values[index].queue.isEmpty
         streams.values[index].queue.append(bytes)
+        streams.values[index].unacknowledged += bytes.count
         queuedBytes += bytes.count
+        unacknowledgedUplinkBytes += bytes.count
         if wasIdle, configuration.uplink == .shared { dataRotation.append(stream) }
     }
 
@@ -260,6 +268,9 @@ public struct SessionMux: Sendable {
             guard delta > 0 else { throw fault(.zeroWindow(id), on: id) }
             let wasBlocked = streams.values[index].availableSendCredit == 0
             streams.values[index].sendWindow.grant(delta)
+            let acknowledged = min(Int(delta), streams.values[index].unacknowledged)
+            streams.values[index].unacknowledged -= acknowledged
+            unacknowledgedUplinkBytes -= acknowledged
             // At the 2^32−1 ceiling a grant may add nothing; only report real new credit.
             let unblocked = wasBlocked && streams.values[index].availableSendCredit > 0
             return unblocked ? .sendCreditAvailable(id) : nil
@@ -323,6 +334,7 @@ public struct SessionMux: Sendable {
     private mutating func retire(_ id: StreamID) {
         guard let state = streams.removeValue(forKey: id) else { return }
         queuedBytes -= state.queue.byteCount
+        unacknowledgedUplinkBytes -= state.unacknowledged
         closedStreams.insert(id)
         guard configuration.uplink == .shared else { return }
         if state.openPending { pendingOpens.removeAll { $0 == id } }

@@ -65,8 +65,9 @@ extension SessionDriver {
         case .up(nil):
             guard let verdict = uplink?.judge(response) else { return }
             switch verdict {
-            case .accepted: break
+            case .accepted: relayAcceptedUplink()
             case .retryLater(let after):
+                relayUnderPressure()
                 retry(exchange, id: id, .serviceUnavailable(after), wallClockSeconds: wallClockSeconds, step: &step)
             case .fatal(let error): fail(SessionFailure(error), step: &step)
             }
@@ -86,9 +87,12 @@ extension SessionDriver {
         case .up(let lane?):
             guard let verdict = lanes?.judgeUplink(lane: lane, response) else { return }
             switch verdict {
-            case .accepted(.laneOpened): poll(lane, step: &step)
-            case .accepted(.acknowledged): break
+            case .accepted(.laneOpened):
+                relayAcceptedUplink()
+                poll(lane, step: &step)
+            case .accepted(.acknowledged): relayAcceptedUplink()
             case .retryLater(let after):
+                relayUnderPressure()
                 retry(exchange, id: id, .serviceUnavailable(after), wallClockSeconds: wallClockSeconds, step: &step)
             case .fatal(let error): fail(SessionFailure(error), step: &step)
             }

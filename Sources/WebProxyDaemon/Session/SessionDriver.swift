@@ -36,6 +36,9 @@ struct SessionDriver: Sendable {
     var writeQueuedTotal = 0
     /// What the session holds, with its peaks, as of the end of the last step.
     private(set) var queued = QueuedBytes()
+    /// The session's uplink budget now: `settings.uplinkBudget`, lowered while the relay
+    /// signals pressure (503 on `/up`).
+    private(set) var uplinkBudget: Int
     /// When a byte or a relay frame last moved (for the watchdog); nil before `start`.
     private(set) var lastProgress: MonotonicInstant?
 
@@ -60,6 +63,7 @@ struct SessionDriver: Sendable {
         self.api = api
         self.batchLimit = min(max(batchLimit, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
         self.settings = settings
+        uplinkBudget = settings.uplinkBudget
         let perStream = session.carrierMode == .httpsLanes || session.carrierMode == .websocketLanes
         mux = SessionMux(
             configuration: SessionMux.Configuration(
@@ -130,14 +134,28 @@ struct SessionDriver: Sendable {
     func carries(_ connection: ConnectionID) -> Bool { connections[connection] != nil }
 
     /// Bytes the shell may read from `connection` now: within the stream's send credit,
-    /// its uplink queue bound and the global bound.
+    /// its uplink queue bound, the global bound and the session's uplink budget.
     func readAllowance(for connection: ConnectionID) -> Int {
         guard isRunning, let local = connections[connection] else { return 0 }
         let credit = local.stream.map { mux.sendCredit(for: $0) } ?? Int(FlowWindow.initialCredit)
         let queued = local.stream.map { mux.queuedBytes(on: $0) } ?? 0
         let globalRoom = settings.globalQueueLimit - mux.queuedBytes - writeQueuedTotal
-        return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom))
+        let budgetRoom = uplinkBudget - mux.unacknowledgedUplinkBytes
+        return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom, budgetRoom))
     }
+
+    /// The relay refused an `/up` for want of room (503): halve the uplink budget.
+    mutating func relayUnderPressure() {
+        uplinkBudget = max(min(Self.minimumUplinkBudget, settings.uplinkBudget), uplinkBudget / 2)
+    }
+
+    /// The relay took an `/up`: win back part of the budget.
+    mutating func relayAcceptedUplink() {
+        uplinkBudget = min(settings.uplinkBudget, uplinkBudget + Self.uplinkBudgetStep)
+    }
+
+    static let minimumUplinkBudget = 2 << 20
+    static let uplinkBudgetStep = 256 << 10
 
     /// Takes on a local connection (the supervisor enforces `maxStreams`). `reading` says
     /// whether the shell is reading it already.

@@ -10,6 +10,12 @@ public struct SessionSettings: Hashable, Sendable {
     /// Most bytes queued in the daemon overall: uplink data not yet sent plus data handed
     /// to local sockets and not yet written. Reads and https polls stop at this bound.
     public var globalQueueLimit: Int
+    /// Most uplink bytes of all streams together that the relay has not returned by WINDOW
+    /// yet. The relay holds at most 32 MiB and 16,384 items per session, in both directions
+    /// together (PROTOCOL.md §4.6); half of it for the uplink leaves the rest for the
+    /// downlink and the per-item charge. A 503 on `/up` halves it (to 2 MiB at least);
+    /// every accepted `/up` wins 256 KiB of it back.
+    public var uplinkBudget: Int
     /// Deadline of every HTTP request except a parked long poll, and of WebSocket upgrades.
     /// It bounds how long a request on a connection that went silent holds its stream.
     public var requestDeadline: Duration
@@ -39,6 +45,7 @@ public struct SessionSettings: Hashable, Sendable {
         maxStreams: Int = 128,
         perStreamQueueLimit: Int = 8 << 20,
         globalQueueLimit: Int = 32 << 20,
+        uplinkBudget: Int = 16 << 20,
         requestDeadline: Duration = .seconds(20),
         longPollDeadline: Duration = .seconds(35),
         socketPingAfter: Duration = .seconds(10),
@@ -54,6 +61,7 @@ public struct SessionSettings: Hashable, Sendable {
         self.maxStreams = maxStreams
         self.perStreamQueueLimit = perStreamQueueLimit
         self.globalQueueLimit = globalQueueLimit
+        self.uplinkBudget = uplinkBudget
         self.requestDeadline = requestDeadline
         self.longPollDeadline = longPollDeadline
         self.socketPingAfter = socketPingAfter

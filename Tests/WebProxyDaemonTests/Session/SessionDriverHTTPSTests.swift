@@ -55,6 +55,45 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.supervisor.carriedConnections == 0)
     }
 
+    /// The relay holds at most 32 MiB per session in both directions; 16 full 4 MiB windows
+    /// are 64 MiB. The session keeps what the relay has not returned by WINDOW within its
+    /// uplink budget, and halves the budget when an `/up` gets 503.
+    @Test("all streams together stay within the uplink budget, halved by a 503 on /up")
+    func uplinkBudget() {
+        var h = H.established(.https)
+        let connections = (0..<5).map { ConnectionID(UInt64(7 + $0)) }
+        var sentUp: RequestID?
+        var offered: [Int] = []
+        for connection in connections {
+            _ = h.on(.localAccepted(connection))
+            let allowed = h.supervisor.readAllowance(for: connection)
+            offered.append(allowed)
+            guard allowed > 0 else { continue }
+            let actions = h.on(.localRead(connection, [UInt8](repeating: 1, count: allowed)[...]))
+            for case .sendHTTP(let id, _, _) in actions { sentUp = id }
+        }
+        let granted = connections.map { h.supervisor.readAllowance(for: $0) }
+        // Four full windows are the whole 16 MiB budget: the fifth stream gets nothing yet.
+        #expect(offered == [4 << 20, 4 << 20, 4 << 20, 4 << 20, 0])
+        #expect(granted == [0, 0, 0, 0, 0])
+        let up = try? #require(sentUp)
+        // The relay refuses the first /up for want of room: the budget halves to 8 MiB, so a
+        // returned 4 MiB window (12 MiB still unacknowledged) frees nothing yet.
+        let busy = CarrierResponse(status: 503, headers: [("Retry-After", "1")])
+        _ = h.on(.httpResponse(up ?? RequestID(0), busy, wallClockSeconds: 0))
+        let window = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 4 << 20)])
+        _ = h.on(.httpResponse(RequestID(3), window, wallClockSeconds: 0))
+        #expect(connections.map { h.supervisor.readAllowance(for: $0) } == [0, 0, 0, 0, 0])
+        // Accepted /up bodies win the budget back 256 KiB at a time.
+        let retried = h.on(.timerFired(.retry(up ?? RequestID(0))))
+        guard case .sendHTTP(let again, _, _)? = retried.first else {
+            Issue.record("no retry of the refused /up: \(retried)")
+            return
+        }
+        _ = h.on(.httpResponse(again, H.upAck(1), wallClockSeconds: 0))
+        #expect(h.supervisor.readAllowance(for: connections[0]) == 0)
+    }
+
     @Test("the watchdog rebuilds a session whose queued uplink has not moved for the stall bound")
     func stallWatchdog() {
         var h = H.established(.https)
