@@ -63,6 +63,8 @@ final class RelayService {
     private var building = false
     /// Cancels the stall watchdog's next tick.
     private var cancelProgressCheck: (() -> Void)?
+    /// `counters.localCloses` at the last tick, for the summary of what was closed since.
+    private var reportedCloses: [String: Int] = [:]
     /// Called after anything `status` shows may have changed.
     var onStatusChange: (() -> Void)?
 
@@ -200,6 +202,7 @@ final class RelayService {
         let tick = loop.scheduleTimer(after: supervisor.settings.stallBound / 3) { [weak self] in
             guard let self, state != .stopping, state != .stopped else { return }
             handle(.progressCheck)
+            reportLocalCloses()
             scheduleProgressCheck()
         }
         cancelProgressCheck = { [loop] in loop.cancelTimer(tick) }
@@ -224,6 +227,23 @@ final class RelayService {
     func forceStop() {
         guard state != .stopped else { return }
         finishStopping()
+    }
+
+    /// Says at info level, at most once a tick, how many local connections were closed since
+    /// the last tick and why, so the journal explains "Telegram keeps reconnecting" without a
+    /// line per connection.
+    private func reportLocalCloses() {
+        let since = counters.localCloses.compactMap { reason, total -> (String, Int)? in
+            let count = total - reportedCloses[reason, default: 0]
+            return count > 0 ? (reason, count) : nil
+        }.sorted { $0.0 < $1.0 }
+        reportedCloses = counters.localCloses
+        guard !since.isEmpty else { return }
+        let total = since.reduce(0) { $0 + $1.1 }
+        let reasons = since.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
+        logger.info(
+            "closed \(total) local connection\(total == 1 ? "" : "s") in the last \(supervisor.settings.stallBound / 3): \(reasons)",
+            LogFields(stage: "listen"))
     }
 
     // MARK: Events

@@ -42,6 +42,8 @@ extension EndToEndFaultTests {
             settings.requestDeadline = .seconds(5)
             settings.longPollDeadline = .seconds(8)
             settings.retry.requestTimeout = .seconds(5)
+            // The watchdog ticks every 3 s (and would rebuild after 9 s without progress).
+            settings.stallBound = .seconds(9)
             return settings
         }
 
@@ -105,6 +107,12 @@ extension EndToEndFaultTests {
             #expect(ended.stalled == false, "\(mode) \(fault): the in-flight stream stalled with \(ended.bytes.count) of \(payload.count) bytes and no end")
             #expect(ended.bytes == Array(payload.prefix(ended.bytes.count)), "\(mode) \(fault): corrupted echo")
             let intact = ended.bytes.count == payload.count
+            if !intact {
+                // The journal says the daemon closed it, summed per watchdog tick.
+                #expect(
+                    waitUntil(within: .seconds(5)) { rig.lines.contains { $0.contains("local connection") && $0.contains("in the last") } },
+                    "\(mode) \(fault): no summary of the closed local connections in the log")
+            }
             print("[faults] \(mode) \(fault): fault for \(milliseconds(networkBack - faultStarted)) ms; new connection served \(served.map { "\(milliseconds($0 - networkBack)) ms" } ?? "never") after the network returned; in-flight stream \(intact ? "finished intact" : "closed after \(ended.bytes.count >> 10) KiB") \(milliseconds(ended.at - networkBack)) ms after; proxy accepted \(proxy.acceptedCount), reset \(proxy.resetCount)")
             await rig.stop()
             rig.expectNoCredentials()
