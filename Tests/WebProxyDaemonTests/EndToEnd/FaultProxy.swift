@@ -43,8 +43,6 @@ final class FaultProxy: Sendable {
         var stopping = false
         /// Reset every connection open now, once.
         var resetAllPending = false
-        /// Reset a connection once it has forwarded this many bytes (both directions).
-        var resetAfterBytes: Int?
         var accepted = 0
         var resets = 0
     }
@@ -72,12 +70,9 @@ final class FaultProxy: Sendable {
     /// Resets every connection open now (RST to both sides), once.
     func resetAll() { shared.state.withLock { $0.resetAllPending = true } }
 
-    /// From now on, resets each connection once it has forwarded `bytes` (nil: never).
-    func resetAfter(bytes: Int?) { shared.state.withLock { $0.resetAfterBytes = bytes } }
-
     /// Connections accepted so far.
     var acceptedCount: Int { shared.state.withLock { $0.accepted } }
-    /// Connections reset so far (by `resetAll`, `resetAfter` or `refuse`).
+    /// Connections reset so far (by `resetAll` or `refuse`).
     var resetCount: Int { shared.state.withLock { $0.resets } }
 
     /// Stops the thread and closes every socket.
@@ -110,7 +105,6 @@ private struct ProxyLoop {
         let upstream: Int32
         var up = Direction()
         var down = Direction()
-        var forwarded = 0
         var silent = false
     }
 
@@ -128,8 +122,8 @@ private struct ProxyLoop {
     mutating func run(_ shared: FaultProxy.Shared) {
         var buffer = [UInt8](repeating: 0, count: Self.chunk)
         while true {
-            let (mode, stopping, resetAll, resetAfter) = shared.state.withLock { s in
-                let taken = (s.mode, s.stopping, s.resetAllPending, s.resetAfterBytes)
+            let (mode, stopping, resetAll) = shared.state.withLock { s in
+                let taken = (s.mode, s.stopping, s.resetAllPending)
                 s.resetAllPending = false
                 return taken
             }
@@ -145,12 +139,6 @@ private struct ProxyLoop {
                 for index in pairs.indices { pairs[index].silent = true }
             }
             acceptAll(mode: mode, shared: shared)
-            if let limit = resetAfter {
-                for index in pairs.indices.reversed() where pairs[index].forwarded >= limit && !pairs[index].silent {
-                    reset(pairs.remove(at: index))
-                    shared.state.withLock { $0.resets += 1 }
-                }
-            }
             pollOnce(mode: mode, buffer: &buffer)
         }
         for pair in pairs { closePair(pair) }
@@ -235,11 +223,10 @@ private struct ProxyLoop {
             }
             let sentUp = write(&pairs[index].up, to: pairs[index].upstream, mode: mode)
             let sentDown = write(&pairs[index].down, to: pairs[index].client, mode: mode)
-            guard let up = sentUp, let down = sentDown, alive else {
+            guard sentUp != nil, sentDown != nil, alive else {
                 finished.append(index)
                 continue
             }
-            pairs[index].forwarded += up + down
             // A side that ended and has nothing left to deliver: pass its end on.
             if pairs[index].up.readClosed && pairs[index].up.pending.isEmpty { shutdown(pairs[index].upstream, Int32(SHUT_WR)) }
             if pairs[index].down.readClosed && pairs[index].down.pending.isEmpty { shutdown(pairs[index].client, Int32(SHUT_WR)) }
