@@ -179,6 +179,18 @@ public final class TCPConnection {
     /// Bytes queued and not yet accepted by the kernel.
     public var queuedWriteBytes: Int { queue.byteCount }
 
+    /// A count that grows whenever the peer acknowledges a byte sent or a byte arrives, as
+    /// the kernel sees it (TCP_INFO): proof that the path still moves, even while the bytes
+    /// sit in socket buffers. Nil when closed or when the kernel does not say.
+    public var pathProgress: UInt64? {
+        loop.assertInEventLoop()
+        guard case .open = state else { return nil }
+        var acknowledged: UInt64 = 0
+        var received: UInt64 = 0
+        guard cwpl_tcp_progress(fd, &acknowledged, &received) == 0 else { return nil }
+        return acknowledged &+ received
+    }
+
     /// False once closed or failed.
     public var isOpen: Bool {
         if case .open = state { true } else { false }

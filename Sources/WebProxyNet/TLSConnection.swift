@@ -112,6 +112,9 @@ public final class TLSConnection {
     /// The peer's address.
     public var remoteAddress: SocketAddress { tcp.remoteAddress }
 
+    /// The TCP connection's `pathProgress`.
+    public var pathProgress: UInt64? { tcp.pathProgress }
+
     /// False once closing or closed.
     public var isOpen: Bool { phase == .open && !closeRequested && tcp.isOpen }
 

@@ -91,6 +91,34 @@ import WebProxyTestSupport
         }
     }
 
+    /// The kernel's count of acknowledged bytes moves when the peer's kernel takes them, even
+    /// though the peer application reads nothing: what the HTTP client's silence bound needs.
+    @Test func pathProgressCountsBytesThePeerAcknowledged() async throws {
+        try await withLoop { loop in
+            let (before, after): (UInt64?, UInt64?) = try await onLoop(loop) { done in
+                var held: [TCPConnection] = []
+                let listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { held.append($0) }
+                _ = TCPConnection.connect(to: listener.localAddress, on: loop, timeout: .seconds(5)) { result in
+                    guard case .success(let connection) = result else { return done((nil, nil)) }
+                    let before = connection.pathProgress
+                    try? connection.write([UInt8](repeating: 1, count: 50_000))
+                    func check(_ attempts: Int) {
+                        let now = connection.pathProgress
+                        if attempts == 0 || (now ?? 0) >= (before ?? 0) + 50_000 {
+                            _ = listener
+                            connection.abort()
+                            return done((before, now))
+                        }
+                        loop.scheduleTimer(after: .milliseconds(20)) { check(attempts - 1) }
+                    }
+                    check(250)
+                }
+            }
+            let start = try #require(before)
+            #expect(try #require(after) >= start + 50_000)
+        }
+    }
+
     @Test func abortiveCloseIsSeenAsConnectionReset() async throws {
         try await withLoop { loop in
             let error: NetError? = try await onLoop(loop) { done in

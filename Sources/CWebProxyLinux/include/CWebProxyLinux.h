@@ -6,6 +6,8 @@
 //   plain `int`/`uint32_t` constants.
 // - `struct epoll_event` is packed on x86_64; reading its union through the wrappers below
 //   keeps Swift from touching a misaligned field.
+// - `tcpi_bytes_acked` is missing from glibc's `struct tcp_info`; the kernel's header has it
+//   but cannot be included beside <netinet/tcp.h>, so it is read in a file of its own.
 // - `SIG_IGN`, `sigset_t` manipulation and `strerror_r` (GNU flavour) are macros or have
 //   two prototypes; small functions give Swift one clear signature.
 #ifndef CWEBPROXY_LINUX_H
@@ -95,6 +97,9 @@ int cwpl_setsockopt_int(int fd, int level, int name, int value);
 int cwpl_set_linger_zero(int fd);
 /// `sendmsg` of `count` buffers with MSG_NOSIGNAL (writev that cannot raise SIGPIPE).
 ssize_t cwpl_sendv(int fd, const struct iovec *iov, int count);
+/// From TCP_INFO: the bytes the peer acknowledged and the bytes received on `fd`, as the
+/// kernel counts them (Linux 4.2 and later). Returns -1 when the kernel does not say.
+int cwpl_tcp_progress(int fd, uint64_t *acknowledged, uint64_t *received);
 
 // MARK: threads
 

@@ -353,8 +353,8 @@ final class RelayService {
 
     private func perform(_ action: consuming SessionAction) {
         switch consume action {
-        case .sendHTTP(let id, let request, let deadline):
-            sendHTTP(id, request, timeout: now.duration(to: deadline))
+        case .sendHTTP(let id, let request, let deadline, let silence):
+            sendHTTP(id, request, timeout: now.duration(to: deadline), silence: silence)
         case .cancelHTTP(let id):
             requests.removeValue(forKey: id)?.cancel()
         case .openWebSocket(let id, let request, let deadline):
@@ -428,9 +428,10 @@ final class RelayService {
         }
     }
 
-    private func sendHTTP(_ id: RequestID, _ request: CarrierRequest, timeout: Duration) {
+    private func sendHTTP(_ id: RequestID, _ request: CarrierRequest, timeout: Duration, silence: Duration?) {
         let started = loop.now
-        let httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
+        var httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
+        httpRequest.silenceTimeout = silence
         requests[id] = client.execute(httpRequest) { [weak self] result in
             guard let self, requests.removeValue(forKey: id) != nil else { return }
             switch result {

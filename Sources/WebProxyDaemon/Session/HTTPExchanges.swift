@@ -15,9 +15,12 @@ struct HTTPExchanges: Sendable {
     /// Failed attempts waiting for their `.retry` timer.
     private var waiting: [RequestID: Exchange] = [:]
     let policy: RetryPolicy
+    /// How long a sent request's connection may move nothing (long polls excepted).
+    let silenceBound: Duration
 
-    init(policy: RetryPolicy) {
+    init(policy: RetryPolicy, silenceBound: Duration) {
         self.policy = policy
+        self.silenceBound = silenceBound
     }
 
     var isEmpty: Bool { inFlight.isEmpty && waiting.isEmpty }
@@ -98,7 +101,10 @@ struct HTTPExchanges: Sendable {
     private mutating func dispatch(_ exchange: Exchange, step: inout SessionStep) -> RequestID {
         let id = step.ids.request()
         inFlight[id] = exchange
-        step.emit(.sendHTTP(id, exchange.request, deadline: step.now.advanced(by: exchange.deadline)))
+        step.emit(
+            .sendHTTP(
+                id, exchange.request, deadline: step.now.advanced(by: exchange.deadline),
+                silence: exchange.operation.isLongPoll ? nil : silenceBound))
         return id
     }
 }

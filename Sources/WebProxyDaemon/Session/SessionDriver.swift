@@ -70,7 +70,7 @@ struct SessionDriver: Sendable {
                 maxLiveStreams: settings.maxStreams, uplink: perStream ? .perStream : .shared,
                 isolatesStreamFaults: session.carrierMode == .websocketLanes,
                 windowUpdateThreshold: settings.windowUpdateThreshold))
-        exchanges = HTTPExchanges(policy: settings.retry)
+        exchanges = HTTPExchanges(policy: settings.retry, silenceBound: settings.requestSilence)
         let channel = CarrierChannel(api: api, session: session.token, lane: nil)
         switch session.carrierMode {
         case .https:

@@ -19,11 +19,16 @@ public struct SessionSettings: Hashable, Sendable {
     /// Deadline of every HTTP request except a parked long poll, and of WebSocket upgrades.
     /// It bounds how long a request on a connection that went silent holds its stream.
     public var requestDeadline: Duration
+    /// A request whose connection moves nothing this long once it is sent (no byte
+    /// acknowledged by the relay's side, none received) fails at once rather than at its
+    /// deadline; `/down` long polls are exempt. A path that moves, however slowly, keeps it.
+    public var requestSilence: Duration
     /// Deadline of a `/down` long poll: the relay's 25 s long poll plus a margin.
     public var longPollDeadline: Duration
     /// A WebSocket silent this long gets a Ping.
     public var socketPingAfter: Duration
-    /// A WebSocket silent this long (no message, no Pong) counts as lost.
+    /// A WebSocket silent this long (no message, no Pong) counts as lost. 12 s leaves a Pong
+    /// 7 s behind queued uplink and still serves again within 10 s of a 10 s outage's end.
     public var socketDeadAfter: Duration
     /// websocket-lanes: with no lane this long, the session is recreated before the relay's
     /// 2-minute idle expiry can make the next lane upgrade fail.
@@ -47,9 +52,10 @@ public struct SessionSettings: Hashable, Sendable {
         globalQueueLimit: Int = 32 << 20,
         uplinkBudget: Int = 16 << 20,
         requestDeadline: Duration = .seconds(20),
+        requestSilence: Duration = .seconds(8),
         longPollDeadline: Duration = .seconds(35),
-        socketPingAfter: Duration = .seconds(10),
-        socketDeadAfter: Duration = .seconds(20),
+        socketPingAfter: Duration = .seconds(5),
+        socketDeadAfter: Duration = .seconds(12),
         laneIdleRecycle: Duration = .seconds(90),
         shutdownWait: Duration = .seconds(3),
         stallBound: Duration = .seconds(30),
@@ -63,6 +69,7 @@ public struct SessionSettings: Hashable, Sendable {
         self.globalQueueLimit = globalQueueLimit
         self.uplinkBudget = uplinkBudget
         self.requestDeadline = requestDeadline
+        self.requestSilence = requestSilence
         self.longPollDeadline = longPollDeadline
         self.socketPingAfter = socketPingAfter
         self.socketDeadAfter = socketDeadAfter

@@ -61,7 +61,7 @@ public struct SessionSupervisor: Sendable {
         self.basePath = basePath
         self.settings = settings
         self.random = RandomSource(base: random)
-        exchanges = HTTPExchanges(policy: settings.retry)
+        exchanges = HTTPExchanges(policy: settings.retry, silenceBound: settings.requestSilence)
         reconnect = ReconnectPolicy(settings: settings.reconnect)
     }
 

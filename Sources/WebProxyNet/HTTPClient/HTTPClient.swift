@@ -235,6 +235,18 @@ public final class HTTPClient {
         dispatch()
     }
 
+    /// `connection`'s request saw its path move nothing for `bound`: it fails like a missed
+    /// deadline, and the idle connections, which share the path, are dropped with it.
+    func wentSilent(_ connection: HTTPClientConnection, for bound: Duration) {
+        guard let task = connection.current else { return }
+        let sawBytes = connection.sawResponseBytes
+        connection.abandon()
+        closeIdleConnections()
+        let detail = sawBytes ? "the response stopped" : "no response arrived"
+        task.complete(.failure(HTTPClientError(.timedOut, "\(detail) and the connection moved nothing for \(bound)")))
+        dispatch()
+    }
+
     func cancelled(_ task: HTTPClientTask) {
         if let index = queue.firstIndex(where: { $0 === task }) {
             queue.remove(at: index)

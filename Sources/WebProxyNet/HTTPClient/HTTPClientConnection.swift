@@ -13,7 +13,17 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     private var outgoing: [UInt8] = []
     private var outgoingOffset = 0
     private var idleTimer: TimerID?
+    private var silenceWatch: SilenceWatch?
     private var isClosed = false
+
+    /// The request's `silenceTimeout` at work: the path's progress, sampled a few times per
+    /// bound, and when it last changed.
+    private struct SilenceWatch {
+        let bound: Duration
+        var timer: TimerID?
+        var progress: UInt64
+        var movedAt: MonotonicTime
+    }
 
     /// Request bytes handed to TLS per write while it accepts them.
     private static let writeChunk = 64 * 1024
@@ -36,7 +46,40 @@ final class HTTPClientConnection: TLSConnectionDelegate {
         parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
         outgoing = task.encoded
         outgoingOffset = 0
+        if let bound = task.request.silenceTimeout, let progress = tls.pathProgress {
+            silenceWatch = SilenceWatch(bound: bound, progress: progress, movedAt: tls.loop.now)
+            scheduleSilenceCheck()
+        }
         sendOutgoing()
+    }
+
+    private func scheduleSilenceCheck() {
+        guard let bound = silenceWatch?.bound else { return }
+        silenceWatch?.timer = tls.loop.scheduleTimer(after: max(bound / 4, .milliseconds(50))) { [self] in
+            silenceWatch?.timer = nil
+            checkSilence()
+        }
+    }
+
+    private func checkSilence() {
+        guard var watch = silenceWatch, current != nil else { return }
+        let now = tls.loop.now
+        if let progress = tls.pathProgress, progress != watch.progress {
+            watch.progress = progress
+            watch.movedAt = now
+        }
+        silenceWatch = watch
+        if now - watch.movedAt >= watch.bound {
+            stopSilenceWatch()
+            client?.wentSilent(self, for: watch.bound)
+        } else {
+            scheduleSilenceCheck()
+        }
+    }
+
+    private func stopSilenceWatch() {
+        if let timer = silenceWatch?.timer { tls.loop.cancelTimer(timer) }
+        silenceWatch = nil
     }
 
     func startIdleTimer(_ timeout: Duration) {
@@ -50,6 +93,7 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     /// Drops the current request without completing it and resets the connection.
     func abandon() {
         current = nil
+        stopSilenceWatch()
         cancelIdleTimer()
         tls.abort()
     }
@@ -109,6 +153,7 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
         isClosed = true
         cancelIdleTimer()
+        stopSilenceWatch()
         if let task = current {
             current = nil
             let failure =
@@ -152,6 +197,7 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     private func finishResponse(keepAlive: Bool) {
         guard let task = current, let head else { return }
         current = nil
+        stopSilenceWatch()
         let response = HTTPClientResponse(head: head, body: body)
         self.head = nil
         body = []
@@ -169,6 +215,7 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     private func fail(_ error: HTTPClientError) {
         let task = current
         current = nil
+        stopSilenceWatch()
         tls.abort()
         task?.complete(.failure(error))
     }

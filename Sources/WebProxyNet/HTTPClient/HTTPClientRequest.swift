@@ -11,10 +11,15 @@ public struct HTTPClientRequest: Sendable {
     public var maxResponseBodyBytes: Int?
     /// From submission to the response's last byte; the client's default when nil.
     public var timeout: Duration?
+    /// Once sent, the request fails as timed out when its connection moves nothing for this
+    /// long: no byte acknowledged by the peer, none received (TCP_INFO). A slow path that
+    /// moves keeps the request alive up to `timeout`; a path gone silent loses it early.
+    /// Nil for a request the server may rightly leave unanswered, such as a long poll.
+    public var silenceTimeout: Duration?
 
     public init(
         method: String = "GET", target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil,
-        maxResponseBodyBytes: Int? = nil, timeout: Duration? = nil
+        maxResponseBodyBytes: Int? = nil, timeout: Duration? = nil, silenceTimeout: Duration? = nil
     ) {
         self.method = method
         self.target = target
@@ -22,5 +27,6 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.maxResponseBodyBytes = maxResponseBodyBytes
         self.timeout = timeout
+        self.silenceTimeout = silenceTimeout
     }
 }

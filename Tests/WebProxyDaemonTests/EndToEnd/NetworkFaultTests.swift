@@ -33,13 +33,14 @@ extension EndToEndFaultTests {
         }
 
         /// Liveness settings scaled for a test: a silent WebSocket is pinged after 1 s and lost
-        /// after 3 s (20 s in production); requests have 5 s.
+        /// after 3 s (20 s in production); requests have 5 s, or 3 s without progress (8 s).
         static var settings: SessionSettings {
             var settings = SessionSettings()
             if ProcessEnvironment.current()["FAULT_PRODUCTION"] != nil { return settings }
             settings.socketPingAfter = .seconds(1)
             settings.socketDeadAfter = .seconds(3)
             settings.requestDeadline = .seconds(5)
+            settings.requestSilence = .seconds(3)
             settings.longPollDeadline = .seconds(8)
             settings.retry.requestTimeout = .seconds(5)
             // The watchdog ticks every 3 s (and would rebuild after 9 s without progress).
@@ -50,6 +51,9 @@ extension EndToEndFaultTests {
         /// FAULT_MODES / FAULT_KINDS (comma-separated) narrow the matrix when chasing one case.
         static let modes = ProcessEnvironment.current()["FAULT_MODES"].map { $0.split(separator: ",").compactMap { CarrierMode(rawValue: String($0)) } } ?? CarrierMode.allCases
         static let faults = ProcessEnvironment.current()["FAULT_KINDS"].map { $0.split(separator: ",").compactMap { Fault(rawValue: String($0)) } } ?? Fault.allCases
+
+        /// FAULT_OUTAGE_SECONDS lengthens the silent outage (the issue's case is 10 s).
+        static let outage = Duration.seconds(Int(ProcessEnvironment.current()["FAULT_OUTAGE_SECONDS"] ?? "") ?? 4)
 
         static let bulkBytes = isDebug ? 32 << 20 : 96 << 20
 
@@ -82,7 +86,7 @@ extension EndToEndFaultTests {
             case .delay: proxy.mode = .delay(.milliseconds(150))
             case .throttle: proxy.mode = .throttle(bytesPerSecond: 256 << 10)
             }
-            if fault != .resetAll { try await Task.sleep(for: fault == .silentOutage ? .seconds(4) : .seconds(3)) }
+            if fault != .resetAll { try await Task.sleep(for: fault == .silentOutage ? Self.outage : .seconds(3)) }
             proxy.mode = .pass
             let networkBack = clock.now
 
@@ -110,7 +114,9 @@ extension EndToEndFaultTests {
             if !intact {
                 // The journal says the daemon closed it, summed per watchdog tick.
                 #expect(
-                    waitUntil(within: .seconds(5)) { rig.lines.contains { $0.contains("local connection") && $0.contains("in the last") } },
+                    waitUntil(within: Self.settings.stallBound / 3 + .seconds(3)) {
+                        rig.lines.contains { $0.contains("local connection") && $0.contains("in the last") }
+                    },
                     "\(mode) \(fault): no summary of the closed local connections in the log")
             }
             print("[faults] \(mode) \(fault): fault for \(milliseconds(networkBack - faultStarted)) ms; new connection served \(served.map { "\(milliseconds($0 - networkBack)) ms" } ?? "never") after the network returned; in-flight stream \(intact ? "finished intact" : "closed after \(ended.bytes.count >> 10) KiB") \(milliseconds(ended.at - networkBack)) ms after; proxy accepted \(proxy.acceptedCount), reset \(proxy.resetCount)")

@@ -10,7 +10,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
     func bootstrap() {
         var h = SessionHarness()
         let up = h.establish(.https)
-        #expect(up == [.sessionUp(.https), .sendHTTP(RequestID(3), H.down(0), deadline: h.at(.seconds(35)))])
+        #expect(up == [.sessionUp(.https), .sendHTTP(RequestID(3), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(h.supervisor.sessionMode == .https)
     }
 
@@ -24,34 +24,34 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         let openBody = CarrierFixturesBytes.openData
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         #expect(h.supervisor.readAllowance(for: conn) == 4_194_304 - 16)
         // More bytes while /up 1 is in flight wait for the ack, then go as one body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         // 03 step 5: WINDOW(1,16)+DATA(1,16): written locally, then the poll acknowledges it.
         let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
-                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1), deadline: h.at(.seconds(35)))])
+                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         // Credit comes back as the local socket drains, coalesced while /up 2 is in flight.
         #expect(h.on(.localWritten(conn, 10)) == [])
         #expect(h.on(.localWritten(conn, 6)) == [])
         #expect(
             h.on(.httpResponse(RequestID(5), H.upAck(2), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         // An idle 204 polls again at once with the same cursor.
         #expect(
             h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(8), H.down(1), deadline: h.at(.seconds(35)))])
+                == [.sendHTTP(RequestID(8), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         // Local EOF: CLOSE(1) goes out once /up 3 is acked.
         #expect(h.on(.localEOF(conn)) == [])
         #expect(
             h.on(.httpResponse(RequestID(7), H.upAck(3), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         #expect(h.supervisor.carriedConnections == 0)
     }
 
@@ -70,23 +70,26 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
             offered.append(allowed)
             guard allowed > 0 else { continue }
             let actions = h.on(.localRead(connection, [UInt8](repeating: 1, count: allowed)[...]))
-            for case .sendHTTP(let id, _, _) in actions { sentUp = id }
+            for case .sendHTTP(let id, _, _, _) in actions { sentUp = id }
         }
         let granted = connections.map { h.supervisor.readAllowance(for: $0) }
         // Four full windows are the whole 16 MiB budget: the fifth stream gets nothing yet.
         #expect(offered == [4 << 20, 4 << 20, 4 << 20, 4 << 20, 0])
         #expect(granted == [0, 0, 0, 0, 0])
-        let up = try? #require(sentUp)
+        guard let up = sentUp else {
+            Issue.record("no /up was sent")
+            return
+        }
         // The relay refuses the first /up for want of room: the budget halves to 8 MiB, so a
         // returned 4 MiB window (12 MiB still unacknowledged) frees nothing yet.
         let busy = CarrierResponse(status: 503, headers: [("Retry-After", "1")])
-        _ = h.on(.httpResponse(up ?? RequestID(0), busy, wallClockSeconds: 0))
+        _ = h.on(.httpResponse(up, busy, wallClockSeconds: 0))
         let window = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 4 << 20)])
         _ = h.on(.httpResponse(RequestID(3), window, wallClockSeconds: 0))
         #expect(connections.map { h.supervisor.readAllowance(for: $0) } == [0, 0, 0, 0, 0])
         // Accepted /up bodies win the budget back 256 KiB at a time.
-        let retried = h.on(.timerFired(.retry(up ?? RequestID(0))))
-        guard case .sendHTTP(let again, _, _)? = retried.first else {
+        let retried = h.on(.timerFired(.retry(up)))
+        guard case .sendHTTP(let again, _, _, _)? = retried.first else {
             Issue.record("no retry of the refused /up: \(retried)")
             return
         }
@@ -133,7 +136,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         var h = H.established(.https)
         _ = h.on(.localAccepted(conn))
         let first = h.on(.localRead(conn, echoBytes))
-        guard case .sendHTTP(_, let upRequest, _) = first.first else {
+        guard case .sendHTTP(_, let upRequest, _, _) = first.first else {
             Issue.record("no /up")
             return
         }
@@ -142,31 +145,31 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.httpFailed(RequestID(4))) == [
                 .schedule(.retry(RequestID(4)), at: h.at(.milliseconds(250))), .cancelHTTP(RequestID(3)),
-                .sendHTTP(RequestID(5), H.down(0), deadline: h.at(.seconds(35))),
+                .sendHTTP(RequestID(5), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
             ])
         // Bytes read meanwhile do not change the retried body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         h.advance(.milliseconds(250))
-        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), upRequest, deadline: h.at(.seconds(20)))])
+        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), upRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
         // A late answer to the abandoned attempt is ignored; the retry's ack moves on.
         #expect(h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0)) == [])
         let next = H.up(2, [.data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(6), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), next, deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(7), next, deadline: h.at(.seconds(20)), silence: .seconds(8))])
         // The /down gets no answer: retried after the backoff, and the /up in flight goes again.
         #expect(
             h.on(.httpFailed(RequestID(5))) == [
                 .schedule(.retry(RequestID(5)), at: h.at(.milliseconds(250))), .cancelHTTP(RequestID(7)),
-                .sendHTTP(RequestID(8), next, deadline: h.at(.seconds(20))),
+                .sendHTTP(RequestID(8), next, deadline: h.at(.seconds(20)), silence: .seconds(8)),
             ])
         h.advance(.milliseconds(250))
-        #expect(h.on(.timerFired(.retry(RequestID(5)))) == [.sendHTTP(RequestID(9), H.down(0), deadline: h.at(.seconds(35)))])
+        #expect(h.on(.timerFired(.retry(RequestID(5)))) == [.sendHTTP(RequestID(9), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
         // The second failure of the same operation doubles the backoff.
         #expect(
             h.on(.httpFailed(RequestID(9))) == [
                 .schedule(.retry(RequestID(9)), at: h.at(.milliseconds(500))), .cancelHTTP(RequestID(8)),
-                .sendHTTP(RequestID(10), next, deadline: h.at(.seconds(20))),
+                .sendHTTP(RequestID(10), next, deadline: h.at(.seconds(20)), silence: .seconds(8)),
             ])
     }
 
@@ -178,7 +181,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         h.advance(.seconds(1))
         #expect(
             h.on(.timerFired(.retry(RequestID(4))))
-                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(8))])
     }
 
     @Test("404 on /up ends the session: local connections closed, everything cancelled, rebuild after backoff")
@@ -206,7 +209,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0)) == [])
         #expect(h.on(.localWritten(conn, 1)) == [])
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)))])
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
     }
 
     @Test("a malformed downlink batch and a frame for a never-opened stream end the session")
@@ -238,8 +241,8 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.supervisor.readAllowance(for: conn) == 0)
         #expect(
             h.on(.localWritten(conn, 16))
-                == [.sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35))),
-                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20))),
+                == [.sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)), silence: nil),
+                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8)),
                     .resumeLocalRead(conn)])
     }
 
@@ -251,11 +254,11 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
                 == [.writeLocal(conn, echoBytes), .closeLocal(conn, .relayClosedStream),
-                    .sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)))])
+                    .sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(LocalCloseReason.relayClosedStream.flushesPendingWrites)
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
     }
 }
 

@@ -10,33 +10,33 @@ struct SessionDriverLaneTests: SessionDriverSuite {
     func httpsLanesLife() {
         var h = SessionHarness()
         let up = h.establish(.httpsLanes)
-        #expect(up == [.sessionUp(.httpsLanes), .sendHTTP(RequestID(3), H.down(0, lane: .session), deadline: h.at(.seconds(35)))])
+        #expect(up == [.sessionUp(.httpsLanes), .sendHTTP(RequestID(3), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
         _ = h.on(.localAccepted(conn))
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         // No poll of lane 1 before its OPEN was acknowledged.
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(5), H.down(0, lane: stream(1)), deadline: h.at(.seconds(35)))])
+                == [.sendHTTP(RequestID(5), H.down(0, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
         let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(5), batch, wallClockSeconds: 0))
-                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1, lane: stream(1)), deadline: h.at(.seconds(35)))])
+                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(
             h.on(.localWritten(conn, 16))
-                == [.sendHTTP(RequestID(7), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(7), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         _ = h.on(.httpResponse(RequestID(7), H.upAck(2), wallClockSeconds: 0))
         // Local close: CLOSE on the lane; the lane is polled until the relay reports it closed.
         #expect(
             h.on(.localEOF(conn))
-                == [.sendHTTP(RequestID(8), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)))])
+                == [.sendHTTP(RequestID(8), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
         #expect(h.on(.httpResponse(RequestID(8), H.upAck(3), wallClockSeconds: 0)) == [])
         #expect(h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1, laneClosed: true), wallClockSeconds: 0)) == [])
         // Lane 0 keeps polling.
         #expect(
             h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(9), H.down(0, lane: .session), deadline: h.at(.seconds(35)))])
+                == [.sendHTTP(RequestID(9), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
     }
 
     @Test("https-lanes: a cross-lane frame ends the whole session")
@@ -74,10 +74,10 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.webSocketOpened(lane1, response: H.switched(lane: stream(1))))
-                == [.schedule(.socketLiveness(lane1), at: h.at(.seconds(10))), .sendWebSocketMessage(lane1, CarrierFixturesBytes.openData)])
+                == [.schedule(.socketLiveness(lane1), at: h.at(.seconds(5))), .sendWebSocketMessage(lane1, CarrierFixturesBytes.openData)])
         #expect(
             h.on(.webSocketOpened(lane2, response: H.switched(lane: stream(2))))
-                == [.schedule(.socketLiveness(lane2), at: h.at(.seconds(10))), .sendWebSocketMessage(lane2, Frame.open(stream: stream(2)).encoded)])
+                == [.schedule(.socketLiveness(lane2), at: h.at(.seconds(5))), .sendWebSocketMessage(lane2, Frame.open(stream: stream(2)).encoded)])
         // Lane 1 ends without CLOSE: only stream 1 is over.
         #expect(
             h.on(.webSocketClosed(lane1, clean: false))
@@ -142,8 +142,8 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         let actions = h.on(.timerFired(.laneIdle))
         #expect(
             actions == [
-                .sendHTTP(RequestID(3), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20))),
-                .sendHTTP(RequestID(4), H.bridgeRequest, deadline: h.at(.seconds(20))),
+                .sendHTTP(RequestID(3), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20)), silence: .seconds(8)),
+                .sendHTTP(RequestID(4), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(8)),
             ])
         #expect(h.supervisor.sessionMode == nil)
         // A connection arriving meanwhile waits for the new session and is admitted.

@@ -194,6 +194,40 @@ struct HTTPClientTests {
         }
     }
 
+    /// A server that takes the request and never answers, on a path that moves nothing: the
+    /// silence bound fails it long before its deadline, and the idle connections go with it.
+    @Test func aRequestWhoseConnectionMovesNothingFailsAtItsSilenceBound() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (result, elapsed, next): (ClientResult, Duration, Int) = try await onLoop(loop) { done in
+                var numbers: [Int] = []
+                let server = try startTestServer(on: loop, context: tls.server) { request, responder in
+                    numbers.append(request.connectionNumber)
+                    if request.head.target != "/park" {
+                        responder.respond(HTTPResponseHead(status: 204, reason: "No Content"))
+                    }
+                }
+                let client = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client)
+                let started = loop.now
+                let parked = HTTPClientRequest(
+                    method: "POST", target: "/park", body: [UInt8](repeating: 7, count: 100_000),
+                    timeout: .seconds(60), silenceTimeout: .milliseconds(400))
+                client.execute(parked) { first in
+                    let elapsed = loop.now - started
+                    client.execute(HTTPClientRequest(target: "/after")) { _ in
+                        done((first, elapsed, numbers.last ?? 0))
+                    }
+                }
+            }
+            let error = try #require(result.failure)
+            #expect(error.kind == .timedOut)
+            #expect(error.message.contains("moved nothing for"))
+            // Not a timing test: only that the silence bound, not the 60 s deadline, ended it.
+            #expect(elapsed < .seconds(30))
+            #expect(next == 2)
+        }
+    }
+
     @Test func aCancelledRequestNeverCompletesAndItsConnectionIsNotReused() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
