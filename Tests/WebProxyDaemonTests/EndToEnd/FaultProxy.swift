@@ -5,8 +5,8 @@ import Synchronization
 import WebProxyTestSupport
 
 /// A TCP proxy between the daemon and the test relay that injects network faults into the
-/// ciphertext, as a hostile network would: resets, silent outages, freezes, refusals,
-/// delay and throttling. One thread polls every socket; the test thread changes the mode.
+/// ciphertext, as a hostile network would: resets (all at once, or each connection after
+/// some bytes), silent outages, freezes, refusals, delay and throttling. One thread polls every socket; the test thread changes the mode.
 ///
 /// Backpressure is kept: at most `chunk` bytes wait per direction, so a stalled side stops
 /// the other's reads and the kernel buffers fill as on a real path.
@@ -27,6 +27,9 @@ final class FaultProxy: Sendable {
         case delay(Duration)
         /// Each direction of each connection forwards at most this many bytes per second.
         case throttle(bytesPerSecond: Int)
+        /// Every connection is reset once this many bytes passed it, both ways together:
+        /// with a small count, inside its TLS handshake or its first request.
+        case resetAfter(bytes: Int)
     }
 
     let port: UInt16
@@ -72,7 +75,7 @@ final class FaultProxy: Sendable {
 
     /// Connections accepted so far.
     var acceptedCount: Int { shared.state.withLock { $0.accepted } }
-    /// Connections reset so far (by `resetAll` or `refuse`).
+    /// Connections reset so far (by `resetAll`, `refuse` or `resetAfter`).
     var resetCount: Int { shared.state.withLock { $0.resets } }
 
     /// Stops the thread and closes every socket.
@@ -106,6 +109,8 @@ private struct ProxyLoop {
         var up = Direction()
         var down = Direction()
         var silent = false
+        /// Bytes forwarded both ways.
+        var forwarded = 0
     }
 
     static let chunk = 64 << 10
@@ -140,6 +145,11 @@ private struct ProxyLoop {
             }
             acceptAll(mode: mode, shared: shared)
             pollOnce(mode: mode, buffer: &buffer)
+            if case .resetAfter(let limit) = mode {
+                let spent = pairs.indices.reversed().filter { !pairs[$0].silent && pairs[$0].forwarded >= limit }
+                for index in spent { reset(pairs.remove(at: index)) }
+                if !spent.isEmpty { shared.state.withLock { $0.resets += spent.count } }
+            }
         }
         for pair in pairs { closePair(pair) }
         close(listener)
@@ -223,10 +233,11 @@ private struct ProxyLoop {
             }
             let sentUp = write(&pairs[index].up, to: pairs[index].upstream, mode: mode)
             let sentDown = write(&pairs[index].down, to: pairs[index].client, mode: mode)
-            guard sentUp != nil, sentDown != nil, alive else {
+            guard let sentUp, let sentDown, alive else {
                 finished.append(index)
                 continue
             }
+            pairs[index].forwarded += sentUp + sentDown
             // A side that ended and has nothing left to deliver: pass its end on.
             if pairs[index].up.readClosed && pairs[index].up.pending.isEmpty { shutdown(pairs[index].upstream, Int32(SHUT_WR)) }
             if pairs[index].down.readClosed && pairs[index].down.pending.isEmpty { shutdown(pairs[index].client, Int32(SHUT_WR)) }

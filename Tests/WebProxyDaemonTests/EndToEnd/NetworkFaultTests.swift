@@ -24,6 +24,8 @@ extension EndToEndFaultTests {
             case refusal
             /// Every connection is reset, once.
             case resetAll
+            /// For 3 s, every connection is reset once 256 KiB passed it.
+            case resetAfterBytes
             /// Nothing moves for 3 s, then everything resumes.
             case freeze
             /// 150 ms more each way for 3 s.
@@ -85,6 +87,7 @@ extension EndToEndFaultTests {
             case .freeze: proxy.mode = .freeze
             case .delay: proxy.mode = .delay(.milliseconds(150))
             case .throttle: proxy.mode = .throttle(bytesPerSecond: 256 << 10)
+            case .resetAfterBytes: proxy.mode = .resetAfter(bytes: 256 << 10)
             }
             if fault != .resetAll { try await Task.sleep(for: fault == .silentOutage ? Self.outage : .seconds(3)) }
             proxy.mode = .pass
@@ -139,6 +142,79 @@ extension EndToEndFaultTests {
                 usleep(200_000)
             }
             return nil
+        }
+    }
+}
+
+extension EndToEndFaultTests {
+    /// Faults at the points of a session's life where a request or handshake is half done:
+    /// the bootstrap (bridge page, session creation, WebSocket upgrade) and a lane being
+    /// opened. Expected: once the network is back, a new local connection is served within
+    /// 10 s, and nothing waits without a deadline.
+    @Suite struct FaultsAtEachStage {
+        enum Stage: String, CaseIterable, Sendable {
+            /// The fault is on before the daemon starts: its first session is built through it.
+            case bootstrap
+            /// The fault starts as a local connection arrives on an idle session: on the lane
+            /// carriers it opens a lane (an upgrade or a lane's first `/up`) through the fault.
+            case streamOpening
+        }
+
+        enum Fault: String, CaseIterable, Sendable {
+            case refusal
+            case silentOutage
+            /// Every connection is reset after 2 KiB, inside its TLS handshake or first request.
+            case resetEarly
+
+            var proxyMode: FaultProxy.Mode {
+                switch self {
+                case .refusal: .refuse
+                case .silentOutage: .silentOutage
+                case .resetEarly: .resetAfter(bytes: 2 << 10)
+                }
+            }
+        }
+
+        static let cases: [(CarrierMode, Stage, Fault)] = EndToEndFaultTests.NetworkFaults.modes.flatMap { mode in
+            Stage.allCases.flatMap { stage in Fault.allCases.map { (mode, stage, $0) } }
+        }
+
+        @Test(arguments: Self.cases)
+        func aFaultHalfwayThroughIsRecovered(mode: CarrierMode, stage: Stage, fault: Fault) async throws {
+            var limits = RelayLimits()
+            limits.longPoll = .seconds(3)
+            let harness = try await RelayServerHarness(mode: mode, limits: limits)
+            let proxy = try FaultProxy(upstreamPort: harness.port)
+            defer { proxy.stop() }
+            if stage == .bootstrap { proxy.mode = fault.proxyMode }
+            let rig = try await EndToEndRig(mode: mode, settings: EndToEndFaultTests.NetworkFaults.settings, harness: harness) { relay in
+                relay.connectTo = try HostAndPort(parsing: "127.0.0.1:\(proxy.port)", what: "connect-to address")
+            }
+            var opening: BulkTransfer?
+            var openingClient: BlockingClient?
+            defer { openingClient?.close() }
+            if stage == .streamOpening {
+                #expect(rig.waitForSessionsUp())
+                proxy.mode = fault.proxyMode
+                openingClient = rig.connect(timeoutSeconds: 30)
+                opening = openingClient.map { BulkTransfer(client: $0, payload: testPayloads(count: 1, size: 256 << 10, seed: 0x51)[0]) }
+            }
+            try await Task.sleep(for: .seconds(3))
+            proxy.mode = .pass
+            let clock = ContinuousClock()
+            let networkBack = clock.now
+            let served = EndToEndFaultTests.NetworkFaults.probe(rig, within: .seconds(20))
+            let servedInTime = served.map { $0 - networkBack <= .seconds(10) } == true
+            if !servedInTime { for line in rig.lines.suffix(60) { print("[stages] log: \(line)") } }
+            #expect(servedInTime, "\(mode) \(stage) \(fault): new connection served after \(served.map { "\(milliseconds($0 - networkBack)) ms" } ?? "never")")
+            // The stream opened into the fault finished intact or was closed: never left hanging.
+            if let opening {
+                let ending = try #require(opening.wait(within: .seconds(40)), "\(mode) \(stage) \(fault): the opening stream neither finished nor closed")
+                #expect(ending.stalled == false, "\(mode) \(stage) \(fault): the opening stream stalled")
+            }
+            print("[stages] \(mode) \(stage) \(fault): served \(served.map { "\(milliseconds($0 - networkBack)) ms" } ?? "never") after the network returned; proxy accepted \(proxy.acceptedCount), reset \(proxy.resetCount)")
+            await rig.stop()
+            rig.expectNoCredentials()
         }
     }
 }
