@@ -35,11 +35,17 @@ public struct SecureDialer: Sendable {
     public var context: TLSContext
     /// The deadline for the TLS handshake, after TCP is up.
     public var handshakeTimeout: Duration
+    /// The handshake also fails once its path moved nothing for this long (nil: never).
+    public var handshakeSilence: Duration?
 
-    public init(dialer: Dialer = Dialer(), context: TLSContext, handshakeTimeout: Duration = .seconds(10)) {
+    public init(
+        dialer: Dialer = Dialer(), context: TLSContext, handshakeTimeout: Duration = .seconds(10),
+        handshakeSilence: Duration? = nil
+    ) {
         self.dialer = dialer
         self.context = context
         self.handshakeTimeout = handshakeTimeout
+        self.handshakeSilence = handshakeSilence
     }
 
     /// Connects to `endpoint`. `completion` runs once on `loop`, never before this returns,
@@ -51,7 +57,7 @@ public struct SecureDialer: Sendable {
         loop.assertInEventLoop()
         let operation = SecureDialOperation(loop: loop, completion: completion)
         operation.dial = dialer.dial(endpoint.dialTarget, on: loop, resolver: resolver) {
-            [operation, context, handshakeTimeout] result in
+            [operation, context, handshakeTimeout, handshakeSilence] result in
             operation.dial = nil
             switch result {
             case .failure(let error):
@@ -60,7 +66,7 @@ public struct SecureDialer: Sendable {
                 do throws(TLSError) {
                     operation.handshake = try TLSConnection.startClient(
                         over: tcp, context: context, serverName: endpoint.origin.host,
-                        handshakeTimeout: handshakeTimeout
+                        handshakeTimeout: handshakeTimeout, handshakeSilence: handshakeSilence
                     ) { [operation] result in
                         operation.handshake = nil
                         operation.finish(result)

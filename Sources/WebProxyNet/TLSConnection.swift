@@ -52,6 +52,7 @@ public final class TLSConnection {
     private var phase = Phase.handshaking
     private var handshakeCompletion: ((Result<TLSConnection, TransportError>) -> Void)?
     private var handshakeTimer: TimerID?
+    private var handshakeSilenceWatch: PathSilenceWatch?
     private var closeTimer: TimerID?
     private var failure: TransportError?
     private var readPaused = false
@@ -84,15 +85,16 @@ public final class TLSConnection {
     /// Starts a client handshake on `tcp`, verifying and sending `serverName` as SNI.
     /// `completion` runs once on the loop, never before this returns: with this connection
     /// once the handshake is done, or the failure (`.tls` with a timeout after
-    /// `handshakeTimeout`). `abort()` abandons it (the completion then reports the close).
+    /// `handshakeTimeout`, or once the path moved nothing for `handshakeSilence`).
+    /// `abort()` abandons it (the completion then reports the close).
     public static func startClient(
         over tcp: TCPConnection, context: TLSContext, serverName: String,
-        handshakeTimeout: Duration = .seconds(10),
+        handshakeTimeout: Duration = .seconds(10), handshakeSilence: Duration? = nil,
         completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) throws(TLSError) -> TLSConnection {
         let engine = try TLSEngine(clientContext: context, serverName: serverName)
         let connection = TLSConnection(tcp: tcp, engine: engine)
-        connection.start(timeout: handshakeTimeout, completion: completion)
+        connection.start(timeout: handshakeTimeout, silence: handshakeSilence, completion: completion)
         return connection
     }
 
@@ -103,7 +105,7 @@ public final class TLSConnection {
     ) throws(TLSError) -> TLSConnection {
         let engine = try TLSEngine(serverContext: context)
         let connection = TLSConnection(tcp: tcp, engine: engine)
-        connection.start(timeout: handshakeTimeout, completion: completion)
+        connection.start(timeout: handshakeTimeout, silence: nil, completion: completion)
         return connection
     }
 
@@ -228,7 +230,7 @@ public final class TLSConnection {
     // MARK: handshake
 
     private func start(
-        timeout: Duration, completion: @escaping (Result<TLSConnection, TransportError>) -> Void
+        timeout: Duration, silence: Duration?, completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) {
         loop.assertInEventLoop()
         handshakeCompletion = completion
@@ -237,6 +239,13 @@ public final class TLSConnection {
         handshakeTimer = loop.scheduleTimer(after: timeout) { [self] in
             handshakeTimer = nil
             fail(.tls(TLSError(.handshakeFailed, "TLS handshake with \(peer) timed out after \(timeout)")))
+        }
+        if let silence {
+            handshakeSilenceWatch = PathSilenceWatch(loop: loop, bound: silence, progress: { [tcp] in tcp.pathProgress }) {
+                [weak self] in
+                self?.handshakeSilenceWatch = nil
+                self?.fail(.tls(TLSError(.handshakeFailed, "TLS handshake with \(peer) moved nothing for \(silence)")))
+            }
         }
         loop.scheduleTimer(after: .zero) { [self] in advanceHandshake() }
     }
@@ -266,6 +275,8 @@ public final class TLSConnection {
     private func finishHandshake() {
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
         handshakeTimer = nil
+        handshakeSilenceWatch?.stop()
+        handshakeSilenceWatch = nil
         phase = .open
         updateSocketReading()
         let completion = handshakeCompletion
@@ -435,6 +446,8 @@ public final class TLSConnection {
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
         if let closeTimer { loop.cancelTimer(closeTimer) }
         handshakeTimer = nil
+        handshakeSilenceWatch?.stop()
+        handshakeSilenceWatch = nil
         closeTimer = nil
         pending.removeAll()
         let reported = failure ?? error.map { TransportError.io($0) }

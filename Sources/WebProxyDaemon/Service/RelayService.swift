@@ -65,6 +65,10 @@ final class RelayService {
     private var cancelProgressCheck: (() -> Void)?
     /// `counters.localCloses` at the last tick, for the summary of what was closed since.
     private var reportedCloses: [String: Int] = [:]
+    /// Lines about single local connections (closed, refused, aborted) still allowed in this
+    /// watchdog tick; the tick's summary counts the rest, so a burst cannot flood the journal.
+    private var connectionLinesLeft = RelayService.connectionLinesPerTick
+    private static let connectionLinesPerTick = 5
     /// Called after anything `status` shows may have changed.
     var onStatusChange: (() -> Void)?
 
@@ -87,8 +91,10 @@ final class RelayService {
         self.logger = logger.with(relay: configuration.name).redacting([configuration.secret])
         redactor = SecretRedactor(secrets: [configuration.secret])
         self.endpoint = endpoint
-        dialer = SecureDialer(dialer: tcpDialer, context: context)
         var settings = settings ?? SessionSettings()
+        // A handshake on a path that went silent fails at the silence bound, so a dial made
+        // during an outage does not hold the requests queued behind it for 10 s.
+        dialer = SecureDialer(dialer: tcpDialer, context: context, handshakeSilence: settings.requestSilence)
         settings.requiredCarrier = CarrierMode(rawValue: configuration.carrier.rawValue)
         settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
         // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
@@ -203,6 +209,7 @@ final class RelayService {
             guard let self, state != .stopping, state != .stopped else { return }
             handle(.progressCheck)
             reportLocalCloses()
+            connectionLinesLeft = Self.connectionLinesPerTick
             scheduleProgressCheck()
         }
         cancelProgressCheck = { [loop] in loop.cancelTimer(tick) }
@@ -227,6 +234,19 @@ final class RelayService {
     func forceStop() {
         guard state != .stopped else { return }
         finishStopping()
+    }
+
+    /// Writes one line about a single local connection, within this tick's allowance; the
+    /// first line past it says that the rest are summed at the end of the tick.
+    private func logConnectionEvent(_ write: () -> Void) {
+        if connectionLinesLeft > 0 {
+            write()
+        } else if connectionLinesLeft == 0 {
+            logger.info(
+                "more local connection events; the next summary counts them",
+                LogFields(stage: "listen"))
+        }
+        connectionLinesLeft = max(connectionLinesLeft - 1, -1)
     }
 
     /// Says at info level, at most once a tick, how many local connections were closed since
@@ -401,6 +421,13 @@ final class RelayService {
             guard let local = locals.removeValue(forKey: id) else { return }
             counters.localCloses[reason.label, default: 0] += 1
             if reason.flushesPendingWrites { local.tcp.close() } else { local.tcp.abort() }
+            // Refusals and aborted streams have lines of their own, with their detail.
+            switch reason {
+            case .relayClosedStream, .sessionFailed, .readOverrun:
+                logConnectionEvent { logger.info("closed local \(id): \(reason)", LogFields(stage: "carrier")) }
+            case .streamFault, .sessionUnavailable, .streamLimit, .shutdown:
+                break
+            }
             onStatusChange?()
         case .schedule(let timer, let at):
             timers.removeValue(forKey: timer)?()
@@ -533,9 +560,11 @@ final class RelayService {
             building = false
             logger.info("next session attempt in \(after)", LogFields(stage: "bootstrap"))
         case .localConnectionRefused(let reason, let total):
-            logger.notice("closed a local connection: \(reason) (\(total) so far)", LogFields(stage: "listen"))
+            logConnectionEvent {
+                logger.notice("closed a local connection: \(reason) (\(total) so far)", LogFields(stage: "listen"))
+            }
         case .streamAborted(let stream, let message):
-            logger.warning("stream \(stream.rawValue) aborted: \(message)", LogFields(stage: "carrier"))
+            logConnectionEvent { logger.warning("stream \(stream.rawValue) aborted: \(message)", LogFields(stage: "carrier")) }
         case .idleSessionRecycled:
             logger.info("idle session recycled", LogFields(stage: "carrier"))
         case .sessionDeleted(let status):

@@ -13,17 +13,9 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     private var outgoing: [UInt8] = []
     private var outgoingOffset = 0
     private var idleTimer: TimerID?
-    private var silenceWatch: SilenceWatch?
+    /// The request's `silenceTimeout` at work.
+    private var silenceWatch: PathSilenceWatch?
     private var isClosed = false
-
-    /// The request's `silenceTimeout` at work: the path's progress, sampled a few times per
-    /// bound, and when it last changed.
-    private struct SilenceWatch {
-        let bound: Duration
-        var timer: TimerID?
-        var progress: UInt64
-        var movedAt: MonotonicTime
-    }
 
     /// Request bytes handed to TLS per write while it accepts them.
     private static let writeChunk = 64 * 1024
@@ -46,39 +38,19 @@ final class HTTPClientConnection: TLSConnectionDelegate {
         parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
         outgoing = task.encoded
         outgoingOffset = 0
-        if let bound = task.request.silenceTimeout, let progress = tls.pathProgress {
-            silenceWatch = SilenceWatch(bound: bound, progress: progress, movedAt: tls.loop.now)
-            scheduleSilenceCheck()
+        if let bound = task.request.silenceTimeout {
+            silenceWatch = PathSilenceWatch(loop: tls.loop, bound: bound, progress: { [tls] in tls.pathProgress }) {
+                [weak self] in
+                guard let self, self.current != nil else { return }
+                self.silenceWatch = nil
+                self.client?.wentSilent(self, for: bound)
+            }
         }
         sendOutgoing()
     }
 
-    private func scheduleSilenceCheck() {
-        guard let bound = silenceWatch?.bound else { return }
-        silenceWatch?.timer = tls.loop.scheduleTimer(after: max(bound / 4, .milliseconds(50))) { [self] in
-            silenceWatch?.timer = nil
-            checkSilence()
-        }
-    }
-
-    private func checkSilence() {
-        guard var watch = silenceWatch, current != nil else { return }
-        let now = tls.loop.now
-        if let progress = tls.pathProgress, progress != watch.progress {
-            watch.progress = progress
-            watch.movedAt = now
-        }
-        silenceWatch = watch
-        if now - watch.movedAt >= watch.bound {
-            stopSilenceWatch()
-            client?.wentSilent(self, for: watch.bound)
-        } else {
-            scheduleSilenceCheck()
-        }
-    }
-
     private func stopSilenceWatch() {
-        if let timer = silenceWatch?.timer { tls.loop.cancelTimer(timer) }
+        silenceWatch?.stop()
         silenceWatch = nil
     }
 

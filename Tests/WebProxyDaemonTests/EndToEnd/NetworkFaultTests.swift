@@ -121,6 +121,10 @@ extension EndToEndFaultTests {
                         rig.lines.contains { $0.contains("local connection") && $0.contains("in the last") }
                     },
                     "\(mode) \(fault): no summary of the closed local connections in the log")
+                // And it has a line of its own, with its cause class.
+                #expect(
+                    rig.lines.contains { $0.contains("closed local connection ") || $0.contains(" aborted: ") },
+                    "\(mode) \(fault): no line for the closed in-flight stream")
             }
             print("[faults] \(mode) \(fault): fault for \(milliseconds(networkBack - faultStarted)) ms; new connection served \(served.map { "\(milliseconds($0 - networkBack)) ms" } ?? "never") after the network returned; in-flight stream \(intact ? "finished intact" : "closed after \(ended.bytes.count >> 10) KiB") \(milliseconds(ended.at - networkBack)) ms after; proxy accepted \(proxy.acceptedCount), reset \(proxy.resetCount)")
             await rig.stop()

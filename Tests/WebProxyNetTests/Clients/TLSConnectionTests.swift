@@ -115,6 +115,37 @@ struct TLSConnectionTests {
         }
     }
 
+    /// A server that takes the connection and never answers the ClientHello, as on a path
+    /// that went silent: the handshake fails at its silence bound, not its 60 s deadline.
+    @Test func aHandshakeWhosePathMovesNothingFailsAtItsSilenceBound() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (error, elapsed): (TransportError?, Duration) = try await onLoop(loop) { done in
+                var held: [TCPConnection] = []
+                let silent = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+                    connection.delegate = RecordingDelegate()
+                    held.append(connection)
+                }
+                let dialer = SecureDialer(
+                    context: tls.client, handshakeTimeout: .seconds(60), handshakeSilence: .milliseconds(300))
+                let target = SecureEndpoint(
+                    origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: silent.localAddress.port)!)
+                let started = loop.now
+                _ = dialer.connect(to: target, on: loop, resolver: resolver) { result in
+                    done((result.failure, loop.now - started))
+                }
+            }
+            guard case .tls(let tlsError) = try #require(error) else {
+                Issue.record("expected a TLS-stage error, got \(String(describing: error))")
+                return
+            }
+            #expect(tlsError.kind == .handshakeFailed)
+            #expect(tlsError.message.contains("moved nothing for"))
+            // Not a timing test: only that the silence bound, not the deadline, ended it.
+            #expect(elapsed < .seconds(30))
+        }
+    }
+
     @Test func hostHeaderAndDialTargetOfEndpoints() {
         #expect(SecureEndpoint(origin: DialTarget("relay.example.com:443")!).hostHeader == "relay.example.com")
         #expect(SecureEndpoint(origin: DialTarget("relay.example.com:8443")!).hostHeader == "relay.example.com:8443")
