@@ -18,19 +18,25 @@ public final class HTTPClient {
         public var idleTimeout: Duration
         /// Response parser limits; `maxBodyBytes` is the default body cap.
         public var parserLimits: HTTPParserLimits
+        /// A dial still unfinished after this long no longer counts as serving a waiting
+        /// request: the request dials again beside it, as browsers race a slow connect, so a
+        /// dial that went silent in an outage cannot hold the requests after it.
+        public var dialPatience: Duration
 
         /// The most connections one client may hold.
         public static let connectionCeiling = 256
 
         public init(
             maxConnections: Int = 8, maxQueuedRequests: Int = 1024, requestTimeout: Duration = .seconds(90),
-            idleTimeout: Duration = .seconds(60), parserLimits: HTTPParserLimits = HTTPParserLimits()
+            idleTimeout: Duration = .seconds(60), parserLimits: HTTPParserLimits = HTTPParserLimits(),
+            dialPatience: Duration = .seconds(2)
         ) {
             self.maxConnections = maxConnections
             self.maxQueuedRequests = maxQueuedRequests
             self.requestTimeout = requestTimeout
             self.idleTimeout = idleTimeout
             self.parserLimits = parserLimits
+            self.dialPatience = dialPatience
         }
     }
 
@@ -46,7 +52,7 @@ public final class HTTPClient {
     private var queue: [HTTPClientTask] = []
     private var connections: [ObjectIdentifier: HTTPClientConnection] = [:]
     private var idle: [HTTPClientConnection] = []
-    private var dials: [Int: SecureDialOperation] = [:]
+    private var dials: [Int: Dial] = [:]
     private var nextDialID = 0
     private var isShutDown = false
 
@@ -124,7 +130,7 @@ public final class HTTPClient {
         guard !isShutDown else { return }
         isShutDown = true
         let error = HTTPClientError(.shutDown, "the client was shut down")
-        for dial in dials.values { dial.cancel() }
+        for dial in dials.values { dial.cancel(on: loop) }
         dials.removeAll()
         let waiting = queue
         queue.removeAll()
@@ -169,16 +175,27 @@ public final class HTTPClient {
         while !queue.isEmpty, let connection = idle.popLast() {
             connection.start(queue.removeFirst())
         }
-        let wanted = queue.count - dials.count
+        let wanted = queue.count - dials.values.count { $0.patienceTimer != nil }
         let room = configuration.maxConnections - connections.count - dials.count
         for _ in 0..<max(0, min(wanted, room)) { startDial() }
+    }
+
+    /// A dial in progress; `patienceTimer` runs until it has taken `dialPatience`.
+    private struct Dial {
+        let operation: SecureDialOperation
+        var patienceTimer: TimerID?
+
+        func cancel(on loop: EventLoop) {
+            operation.cancel()
+            if let patienceTimer { loop.cancelTimer(patienceTimer) }
+        }
     }
 
     private func startDial() {
         let id = nextDialID
         nextDialID += 1
-        dials[id] = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [self] result in
-            dials[id] = nil
+        let operation = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [self] result in
+            if let patienceTimer = dials.removeValue(forKey: id)?.patienceTimer { loop.cancelTimer(patienceTimer) }
             switch result {
             case .success(let tls):
                 connectionsOpened += 1
@@ -186,15 +203,21 @@ public final class HTTPClient {
                 connections[ObjectIdentifier(connection)] = connection
                 becameIdle(connection)
             case .failure(let error):
-                // One failed dial fails the oldest waiting request: a dead relay cannot
-                // leave requests waiting for their whole deadline.
-                if !queue.isEmpty {
+                // A failed dial fails the oldest waiting request unless other dials still
+                // serve it: a dead relay cannot leave requests waiting for their deadline.
+                if queue.count > dials.count {
                     queue.removeFirst().complete(
                         .failure(HTTPClientError(.connectFailed, "cannot connect to \(endpoint)", transport: error)))
                 }
                 dispatch()
             }
         }
+        let patienceTimer = loop.scheduleTimer(after: configuration.dialPatience) { [self] in
+            guard dials[id] != nil else { return }
+            dials[id]?.patienceTimer = nil
+            dispatch()
+        }
+        dials[id] = Dial(operation: operation, patienceTimer: patienceTimer)
     }
 
     func becameIdle(_ connection: HTTPClientConnection) {

@@ -228,6 +228,53 @@ struct HTTPClientTests {
         }
     }
 
+    /// The first dial reaches a listener that takes the connection and never answers, as a
+    /// dial made during a silent outage does; then the server is back on the same port. The
+    /// waiting request dials again after `dialPatience` and is served, instead of waiting
+    /// out the silent handshake (60 s) and failing at its 20 s deadline.
+    @Test func aRequestWaitingOnASilentDialDialsAgainBesideIt() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (result, elapsed): (ClientResult, Duration) = try await onLoop(loop) { done in
+                var held: [TCPConnection] = []
+                var silent: TCPListener? = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+                    connection.delegate = RecordingDelegate()
+                    held.append(connection)
+                }
+                let port = silent!.localAddress.port
+                var configuration = HTTPClient.Configuration(requestTimeout: .seconds(20))
+                configuration.dialPatience = .milliseconds(300)
+                let client = HTTPClient(
+                    endpoint: SecureEndpoint(origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: port)!),
+                    dialer: SecureDialer(context: tls.client, handshakeTimeout: .seconds(60)),
+                    resolver: resolver, loop: loop, configuration: configuration)
+                var server: HTTPServer?
+                let started = loop.now
+                client.execute(HTTPClientRequest(target: "/first")) { result in
+                    held.removeAll()
+                    server?.close()
+                    done((result, loop.now - started))
+                }
+                loop.scheduleTimer(after: .milliseconds(100)) {
+                    silent?.close()
+                    silent = nil
+                    do {
+                        server = try HTTPServer.start(
+                            on: .loopbackIPv4(port: port), context: tls.server, loop: loop
+                        ) { _, responder in
+                            responder.respond(HTTPResponseHead(status: 204, reason: "No Content"))
+                        }
+                    } catch {
+                        Issue.record("cannot listen again on port \(port): \(error)")
+                    }
+                }
+            }
+            #expect((try? result.get())?.head.status == 204, "\(result)")
+            // Not a timing test: only that the second dial, not the deadline, ended it.
+            #expect(elapsed < .seconds(15))
+        }
+    }
+
     @Test func aCancelledRequestNeverCompletesAndItsConnectionIsNotReused() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
