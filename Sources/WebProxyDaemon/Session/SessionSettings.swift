@@ -27,8 +27,10 @@ public struct SessionSettings: Hashable, Sendable {
     public var longPollDeadline: Duration
     /// A WebSocket silent this long gets a Ping.
     public var socketPingAfter: Duration
-    /// A WebSocket silent this long (no message, no Pong) counts as lost. 12 s leaves a Pong
-    /// 7 s behind queued uplink and still serves again within 10 s of a 10 s outage's end.
+    /// A WebSocket silent this long (no message, no Pong) counts as lost: the Pong gets 4 s.
+    /// A socket that carries traffic hears messages all the time; only an idle one waits for
+    /// the Pong, with nothing queued ahead of it. 7 s plus the 1 s rebuild serves again
+    /// within 10 s when connections die silently and the network itself stays up.
     public var socketDeadAfter: Duration
     /// websocket-lanes: with no lane this long, the session is recreated before the relay's
     /// 2-minute idle expiry can make the next lane upgrade fail.
@@ -52,10 +54,10 @@ public struct SessionSettings: Hashable, Sendable {
         globalQueueLimit: Int = 32 << 20,
         uplinkBudget: Int = 16 << 20,
         requestDeadline: Duration = .seconds(20),
-        requestSilence: Duration = .seconds(8),
+        requestSilence: Duration = .seconds(5),
         longPollDeadline: Duration = .seconds(35),
-        socketPingAfter: Duration = .seconds(5),
-        socketDeadAfter: Duration = .seconds(12),
+        socketPingAfter: Duration = .seconds(3),
+        socketDeadAfter: Duration = .seconds(7),
         laneIdleRecycle: Duration = .seconds(90),
         shutdownWait: Duration = .seconds(3),
         stallBound: Duration = .seconds(30),

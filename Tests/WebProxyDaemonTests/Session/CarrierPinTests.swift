@@ -27,7 +27,7 @@ struct CarrierPinTests {
             ])
         // The page is never turned into a session: the rebuild fetches a fresh page.
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(2), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(2), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("the relay selects the pinned carrier: the session comes up as without a pin")

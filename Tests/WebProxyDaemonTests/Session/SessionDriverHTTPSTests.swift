@@ -24,14 +24,14 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         let openBody = CarrierFixturesBytes.openData
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.supervisor.readAllowance(for: conn) == 4_194_304 - 16)
         // More bytes while /up 1 is in flight wait for the ack, then go as one body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // 03 step 5: WINDOW(1,16)+DATA(1,16): written locally, then the poll acknowledges it.
         let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
         #expect(
@@ -42,7 +42,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.on(.localWritten(conn, 6)) == [])
         #expect(
             h.on(.httpResponse(RequestID(5), H.upAck(2), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // An idle 204 polls again at once with the same cursor.
         #expect(
             h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1), wallClockSeconds: 0))
@@ -51,7 +51,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.on(.localEOF(conn)) == [])
         #expect(
             h.on(.httpResponse(RequestID(7), H.upAck(3), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.supervisor.carriedConnections == 0)
     }
 
@@ -150,18 +150,18 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         // Bytes read meanwhile do not change the retried body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         h.advance(.milliseconds(250))
-        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), upRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
+        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), upRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // A late answer to the abandoned attempt is ignored; the retry's ack moves on.
         #expect(h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0)) == [])
         let next = H.up(2, [.data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(6), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), next, deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(7), next, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // The /down gets no answer: retried after the backoff, and the /up in flight goes again.
         #expect(
             h.on(.httpFailed(RequestID(5))) == [
                 .schedule(.retry(RequestID(5)), at: h.at(.milliseconds(250))), .cancelHTTP(RequestID(7)),
-                .sendHTTP(RequestID(8), next, deadline: h.at(.seconds(20)), silence: .seconds(8)),
+                .sendHTTP(RequestID(8), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
         h.advance(.milliseconds(250))
         #expect(h.on(.timerFired(.retry(RequestID(5)))) == [.sendHTTP(RequestID(9), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
@@ -169,7 +169,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.httpFailed(RequestID(9))) == [
                 .schedule(.retry(RequestID(9)), at: h.at(.milliseconds(500))), .cancelHTTP(RequestID(8)),
-                .sendHTTP(RequestID(10), next, deadline: h.at(.seconds(20)), silence: .seconds(8)),
+                .sendHTTP(RequestID(10), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
     }
 
@@ -181,7 +181,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         h.advance(.seconds(1))
         #expect(
             h.on(.timerFired(.retry(RequestID(4))))
-                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("404 on /up ends the session: local connections closed, everything cancelled, rebuild after backoff")
@@ -209,7 +209,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0)) == [])
         #expect(h.on(.localWritten(conn, 1)) == [])
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("a malformed downlink batch and a frame for a never-opened stream end the session")
@@ -242,7 +242,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.localWritten(conn, 16))
                 == [.sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)), silence: nil),
-                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8)),
+                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5)),
                     .resumeLocalRead(conn)])
     }
 
@@ -258,7 +258,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(LocalCloseReason.relayClosedStream.flushesPendingWrites)
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 }
 

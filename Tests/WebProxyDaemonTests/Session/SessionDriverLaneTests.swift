@@ -14,7 +14,7 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         _ = h.on(.localAccepted(conn))
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // No poll of lane 1 before its OPEN was acknowledged.
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
@@ -25,12 +25,12 @@ struct SessionDriverLaneTests: SessionDriverSuite {
                 == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(
             h.on(.localWritten(conn, 16))
-                == [.sendHTTP(RequestID(7), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(7), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         _ = h.on(.httpResponse(RequestID(7), H.upAck(2), wallClockSeconds: 0))
         // Local close: CLOSE on the lane; the lane is polled until the relay reports it closed.
         #expect(
             h.on(.localEOF(conn))
-                == [.sendHTTP(RequestID(8), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(8))])
+                == [.sendHTTP(RequestID(8), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.on(.httpResponse(RequestID(8), H.upAck(3), wallClockSeconds: 0)) == [])
         #expect(h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1, laneClosed: true), wallClockSeconds: 0)) == [])
         // Lane 0 keeps polling.
@@ -74,10 +74,10 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.webSocketOpened(lane1, response: H.switched(lane: stream(1))))
-                == [.schedule(.socketLiveness(lane1), at: h.at(.seconds(5))), .sendWebSocketMessage(lane1, CarrierFixturesBytes.openData)])
+                == [.schedule(.socketLiveness(lane1), at: h.at(.seconds(3))), .sendWebSocketMessage(lane1, CarrierFixturesBytes.openData)])
         #expect(
             h.on(.webSocketOpened(lane2, response: H.switched(lane: stream(2))))
-                == [.schedule(.socketLiveness(lane2), at: h.at(.seconds(5))), .sendWebSocketMessage(lane2, Frame.open(stream: stream(2)).encoded)])
+                == [.schedule(.socketLiveness(lane2), at: h.at(.seconds(3))), .sendWebSocketMessage(lane2, Frame.open(stream: stream(2)).encoded)])
         // Lane 1 ends without CLOSE: only stream 1 is over.
         #expect(
             h.on(.webSocketClosed(lane1, clean: false))
@@ -142,8 +142,8 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         let actions = h.on(.timerFired(.laneIdle))
         #expect(
             actions == [
-                .sendHTTP(RequestID(3), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20)), silence: .seconds(8)),
-                .sendHTTP(RequestID(4), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(8)),
+                .sendHTTP(RequestID(3), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                .sendHTTP(RequestID(4), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
         #expect(h.supervisor.sessionMode == nil)
         // A connection arriving meanwhile waits for the new session and is admitted.

@@ -16,7 +16,7 @@ struct SessionDriverWebSocketTests: SessionDriverSuite {
         #expect(up == [.sessionUp(.websocket), .openWebSocket(socket, H.upgrade().request, deadline: h.at(.seconds(20)))])
         #expect(H.upgrade().request.header("Sec-WebSocket-Protocol") == "tproxy-v1." + H.sessionText)
         #expect(H.upgrade().request.header("Authorization") == nil)
-        #expect(h.on(.webSocketOpened(socket, response: H.switched())) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(5)))])
+        #expect(h.on(.webSocketOpened(socket, response: H.switched())) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(3)))])
         return h
     }
 
@@ -50,25 +50,25 @@ struct SessionDriverWebSocketTests: SessionDriverSuite {
                 == [.sendWebSocketMessage(socket, Frame.data(stream: stream(1), payload: echoBytes).encoded)])
     }
 
-    @Test("Ping after 5 s of silence, loss after 12 s: the session ends and locals are closed")
+    @Test("Ping after 3 s of silence, loss after 7 s: the session ends and locals are closed")
     func liveness() {
         var h = openSession()
         _ = h.on(.localAccepted(conn))
         h.advance(.seconds(2))
         #expect(h.on(.webSocketMessage(socket, Frame.ping(token: []).encoded)) == [.sendWebSocketMessage(socket, Frame.pong(token: []).encoded)])
-        h.advance(.seconds(3))
-        // Heard at t+2: not silent for 5 s yet.
-        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(2)))])
         h.advance(.seconds(2))
+        // Heard at t+2: not silent for 3 s yet.
+        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(1)))])
+        h.advance(.seconds(1))
         #expect(
             h.on(.timerFired(.socketLiveness(socket)))
-                == [.sendWebSocketPing(socket), .schedule(.socketLiveness(socket), at: h.at(.seconds(7)))])
-        h.advance(.seconds(7))
+                == [.sendWebSocketPing(socket), .schedule(.socketLiveness(socket), at: h.at(.seconds(4)))])
+        h.advance(.seconds(4))
         let actions = h.on(.timerFired(.socketLiveness(socket)))
         #expect(
             Array(actions.prefix(4)) == [
                 .closeWebSocket(socket), .cancelTimer(.socketLiveness(socket)), .closeLocal(conn, .sessionFailed),
-                .sessionDown(SessionFailure(.carrierLost, "the WebSocket was silent for 12 s")),
+                .sessionDown(SessionFailure(.carrierLost, "the WebSocket was silent for 7 s")),
             ])
         #expect(actions.last == .schedule(.rebuild, at: h.at(.seconds(1))))
     }
@@ -76,12 +76,12 @@ struct SessionDriverWebSocketTests: SessionDriverSuite {
     @Test("a Pong keeps the socket alive")
     func pongKeepsAlive() {
         var h = openSession()
-        h.advance(.seconds(5))
-        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.sendWebSocketPing(socket), .schedule(.socketLiveness(socket), at: h.at(.seconds(7)))])
-        h.advance(.seconds(6))
+        h.advance(.seconds(3))
+        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.sendWebSocketPing(socket), .schedule(.socketLiveness(socket), at: h.at(.seconds(4)))])
+        h.advance(.seconds(3))
         #expect(h.on(.webSocketPong(socket)) == [])
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(4)))])
+        #expect(h.on(.timerFired(.socketLiveness(socket))) == [.schedule(.socketLiveness(socket), at: h.at(.seconds(2)))])
     }
 
     @Test("losing the socket, a failed upgrade or a wrong subprotocol ends the session")

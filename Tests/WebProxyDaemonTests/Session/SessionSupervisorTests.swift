@@ -46,7 +46,7 @@ struct SessionSupervisorTests {
         let busy = CarrierResponse(status: 503, headers: [("Retry-After", "2")])
         #expect(h.on(.httpResponse(RequestID(2), busy, wallClockSeconds: 0)) == [.schedule(.retry(RequestID(2)), at: h.at(.seconds(2)))])
         h.advance(.seconds(2))
-        #expect(h.on(.timerFired(.retry(RequestID(2)))) == [.sendHTTP(RequestID(3), H.createRequest, deadline: h.at(.seconds(20)), silence: .seconds(8))])
+        #expect(h.on(.timerFired(.retry(RequestID(2)))) == [.sendHTTP(RequestID(3), H.createRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(
             h.on(.httpResponse(RequestID(3), H.created(.https), wallClockSeconds: 0))
                 == [.sessionUp(.https), .sendHTTP(RequestID(4), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
@@ -125,7 +125,7 @@ struct SessionSupervisorTests {
         #expect(
             actions == [
                 .cancelHTTP(RequestID(3)), .closeLocal(ConnectionID(1), .shutdown),
-                .sendHTTP(RequestID(4), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(3)), silence: .seconds(8)),
+                .sendHTTP(RequestID(4), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(3)), silence: .seconds(5)),
             ])
         #expect(H.api.deleteSession(session: H.token).header("Content-Type") == nil)
         #expect(h.on(.localAccepted(ConnectionID(2))) == [.closeLocal(ConnectionID(2), .shutdown)])
