@@ -34,6 +34,19 @@ static inline int CWebProxyOpenSSL_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, i
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
 }
 
+// SSL_OP_NO_ENCRYPT_THEN_MAC expands through SSL_OP_BIT too.
+static inline uint64_t CWebProxyOpenSSL_SSL_OP_NO_ENCRYPT_THEN_MAC(void) {
+    return SSL_OP_NO_ENCRYPT_THEN_MAC;
+}
+
+// The group and signature-algorithm list setters are macros over SSL_CTX_ctrl.
+static inline int CWebProxyOpenSSL_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+static inline int CWebProxyOpenSSL_SSL_CTX_set1_sigalgs_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_sigalgs_list(ctx, list);
+}
+
 // SSL_CTX_set_mode is a macro over SSL_CTX_ctrl.
 static inline long CWebProxyOpenSSL_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);

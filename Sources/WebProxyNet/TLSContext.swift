@@ -46,6 +46,7 @@ public final class TLSContext: @unchecked Sendable {
         spkiPins = pins
         serverALPN = nil
 
+        try Self.offerWhatChromiumOffers(handle)
         try loadTrust(configuration.trust)
         if configuration.insecureSkipVerificationForTesting {
             SSL_CTX_set_verify(handle, SSL_VERIFY_NONE, nil)
@@ -182,6 +183,38 @@ public final class TLSContext: @unchecked Sendable {
                 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                     | SSL_MODE_RELEASE_BUFFERS))
         return handle
+    }
+
+    /// Chromium's TLS 1.3 suites, then its TLS 1.2 ciphers, in its order and nothing else
+    /// (no FFDHE, no CBC-SHA256/384); its groups and signature algorithms as far as OpenSSL
+    /// 3.0 has them. SECURITY.md lists what still differs and why.
+    static let chromiumTLS13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+    static let chromiumTLS12Ciphers =
+        "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+        + "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+        + "ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA:AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA:AES256-SHA"
+    static let chromiumGroups = "X25519:P-256:P-384"
+    static let chromiumSignatureAlgorithms =
+        "ECDSA+SHA256:rsa_pss_rsae_sha256:RSA+SHA256:ECDSA+SHA384:rsa_pss_rsae_sha384:RSA+SHA384:"
+        + "rsa_pss_rsae_sha512:RSA+SHA512"
+
+    /// Shapes the ClientHello like current Chromium's, which is what a relay's visitors send:
+    /// OpenSSL's defaults (31 suites with FFDHE, encrypt-then-MAC, no OCSP or SCT request)
+    /// mark a script. Stapled OCSP and SCTs are asked for as browsers do; CT validation is
+    /// permissive, so a server without SCTs is accepted exactly as before.
+    private static func offerWhatChromiumOffers(_ handle: OpaquePointer) throws(TLSError) {
+        ERR_clear_error()
+        guard SSL_CTX_set_ciphersuites(handle, chromiumTLS13Suites) == 1,
+            SSL_CTX_set_cipher_list(handle, chromiumTLS12Ciphers) == 1,
+            CWebProxyOpenSSL_SSL_CTX_set1_groups_list(handle, chromiumGroups) == 1,
+            CWebProxyOpenSSL_SSL_CTX_set1_sigalgs_list(handle, chromiumSignatureAlgorithms) == 1,
+            // Also requests OCSP stapling (status_request): OpenSSL takes SCTs from either.
+            SSL_CTX_enable_ct(handle, Int32(SSL_CT_VALIDATION_PERMISSIVE)) == 1
+        else {
+            throw TLSError(
+                .configuration, "cannot shape the ClientHello", openSSLErrors: TLSError.drainOpenSSLErrors())
+        }
+        _ = SSL_CTX_set_options(handle, CWebProxyOpenSSL_SSL_OP_NO_ENCRYPT_THEN_MAC())
     }
 
     private func loadTrust(_ trust: TLSConfiguration.Client.Trust) throws(TLSError) {
