@@ -175,10 +175,13 @@ public final class HTTPClient {
         while !queue.isEmpty, let connection = idle.popLast() {
             connection.start(queue.removeFirst())
         }
-        let wanted = queue.count - dials.values.count { $0.patienceTimer != nil }
+        let wanted = queue.count - patientDialCount
         let room = configuration.maxConnections - connections.count - dials.count
         for _ in 0..<max(0, min(wanted, room)) { startDial() }
     }
+
+    /// Dials in progress that have not yet taken `dialPatience`.
+    private var patientDialCount: Int { dials.values.count { $0.patienceTimer != nil } }
 
     /// A dial in progress; `patienceTimer` runs until it has taken `dialPatience`.
     private struct Dial {
@@ -203,9 +206,10 @@ public final class HTTPClient {
                 connections[ObjectIdentifier(connection)] = connection
                 becameIdle(connection)
             case .failure(let error):
-                // A failed dial fails the oldest waiting request unless other dials still
-                // serve it: a dead relay cannot leave requests waiting for their deadline.
-                if queue.count > dials.count {
+                // A failed dial fails the oldest waiting request unless a dial within its
+                // patience still serves it: a dead relay cannot leave requests waiting for
+                // their deadline, and a refusing one cannot make us redial in a loop.
+                if queue.count > patientDialCount {
                     queue.removeFirst().complete(
                         .failure(HTTPClientError(.connectFailed, "cannot connect to \(endpoint)", transport: error)))
                 }

@@ -275,6 +275,39 @@ struct HTTPClientTests {
         }
     }
 
+    /// The first dial goes silent, then the port refuses. The dial beside it is refused and
+    /// fails the request at once: a dial past its patience does not keep the request
+    /// waiting, and so does not make the client redial a refusing port in a loop.
+    @Test func aRefusedDialBesideASilentOneFailsTheRequest() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (result, opened): (ClientResult, Int) = try await onLoop(loop) { done in
+                var held: [TCPConnection] = []
+                var silent: TCPListener? = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+                    connection.delegate = RecordingDelegate()
+                    held.append(connection)
+                }
+                let port = silent!.localAddress.port
+                var configuration = HTTPClient.Configuration(requestTimeout: .seconds(20))
+                configuration.dialPatience = .milliseconds(300)
+                let client = HTTPClient(
+                    endpoint: SecureEndpoint(origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: port)!),
+                    dialer: SecureDialer(context: tls.client, handshakeTimeout: .seconds(60)),
+                    resolver: resolver, loop: loop, configuration: configuration)
+                client.execute(HTTPClientRequest(target: "/first")) { result in
+                    held.removeAll()
+                    done((result, client.connectionsOpened))
+                }
+                loop.scheduleTimer(after: .milliseconds(100)) {
+                    silent?.close()
+                    silent = nil
+                }
+            }
+            #expect(result.failure?.kind == .connectFailed, "\(result)")
+            #expect(opened == 0)
+        }
+    }
+
     @Test func aCancelledRequestNeverCompletesAndItsConnectionIsNotReused() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
