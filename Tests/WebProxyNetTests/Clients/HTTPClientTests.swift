@@ -228,44 +228,68 @@ struct HTTPClientTests {
         }
     }
 
-    /// The first dial reaches a listener that takes the connection and never answers, as a
-    /// dial made during a silent outage does; then the server is back on the same port. The
+    /// A loopback port whose listener takes connections and never answers, as a path gone
+    /// silent does, until `stopListening()`; and a client of the port whose dials get a
+    /// second one beside them after 300 ms, and whose handshakes get 60 s.
+    final class SilentPort {
+        let port: UInt16
+        let client: HTTPClient
+        private var listener: TCPListener?
+        private let held = Held()
+
+        final class Held { var connections: [TCPConnection] = [] }
+
+        init(loop: EventLoop, resolver: Resolver, tls: ClientTLS) throws {
+            let held = held
+            let listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+                connection.delegate = RecordingDelegate()
+                held.connections.append(connection)
+            }
+            self.listener = listener
+            port = listener.localAddress.port
+            var configuration = HTTPClient.Configuration(requestTimeout: .seconds(20))
+            configuration.dialPatience = .milliseconds(300)
+            client = HTTPClient(
+                endpoint: SecureEndpoint(origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: port)!),
+                dialer: SecureDialer(context: tls.client, handshakeTimeout: .seconds(60)),
+                resolver: resolver, loop: loop, configuration: configuration)
+        }
+
+        /// Closes the listener; the silent connections it took stay open until `release()`.
+        func stopListening() {
+            listener?.close()
+            listener = nil
+        }
+
+        func release() { held.connections.removeAll() }
+    }
+
+    /// The first dial reaches a port that takes the connection and never answers, as a dial
+    /// made during a silent outage does; then the server is back on the same port. The
     /// waiting request dials again after `dialPatience` and is served, instead of waiting
     /// out the silent handshake (60 s) and failing at its 20 s deadline.
     @Test func aRequestWaitingOnASilentDialDialsAgainBesideIt() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
             let (result, elapsed): (ClientResult, Duration) = try await onLoop(loop) { done in
-                var held: [TCPConnection] = []
-                var silent: TCPListener? = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
-                    connection.delegate = RecordingDelegate()
-                    held.append(connection)
-                }
-                let port = silent!.localAddress.port
-                var configuration = HTTPClient.Configuration(requestTimeout: .seconds(20))
-                configuration.dialPatience = .milliseconds(300)
-                let client = HTTPClient(
-                    endpoint: SecureEndpoint(origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: port)!),
-                    dialer: SecureDialer(context: tls.client, handshakeTimeout: .seconds(60)),
-                    resolver: resolver, loop: loop, configuration: configuration)
+                let silent = try SilentPort(loop: loop, resolver: resolver, tls: tls)
                 var server: HTTPServer?
                 let started = loop.now
-                client.execute(HTTPClientRequest(target: "/first")) { result in
-                    held.removeAll()
+                silent.client.execute(HTTPClientRequest(target: "/first")) { result in
+                    silent.release()
                     server?.close()
                     done((result, loop.now - started))
                 }
                 loop.scheduleTimer(after: .milliseconds(100)) {
-                    silent?.close()
-                    silent = nil
+                    silent.stopListening()
                     do {
                         server = try HTTPServer.start(
-                            on: .loopbackIPv4(port: port), context: tls.server, loop: loop
+                            on: .loopbackIPv4(port: silent.port), context: tls.server, loop: loop
                         ) { _, responder in
                             responder.respond(HTTPResponseHead(status: 204, reason: "No Content"))
                         }
                     } catch {
-                        Issue.record("cannot listen again on port \(port): \(error)")
+                        Issue.record("cannot listen again on port \(silent.port): \(error)")
                     }
                 }
             }
@@ -282,26 +306,12 @@ struct HTTPClientTests {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in
             let (result, opened): (ClientResult, Int) = try await onLoop(loop) { done in
-                var held: [TCPConnection] = []
-                var silent: TCPListener? = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
-                    connection.delegate = RecordingDelegate()
-                    held.append(connection)
+                let silent = try SilentPort(loop: loop, resolver: resolver, tls: tls)
+                silent.client.execute(HTTPClientRequest(target: "/first")) { result in
+                    silent.release()
+                    done((result, silent.client.connectionsOpened))
                 }
-                let port = silent!.localAddress.port
-                var configuration = HTTPClient.Configuration(requestTimeout: .seconds(20))
-                configuration.dialPatience = .milliseconds(300)
-                let client = HTTPClient(
-                    endpoint: SecureEndpoint(origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: port)!),
-                    dialer: SecureDialer(context: tls.client, handshakeTimeout: .seconds(60)),
-                    resolver: resolver, loop: loop, configuration: configuration)
-                client.execute(HTTPClientRequest(target: "/first")) { result in
-                    held.removeAll()
-                    done((result, client.connectionsOpened))
-                }
-                loop.scheduleTimer(after: .milliseconds(100)) {
-                    silent?.close()
-                    silent = nil
-                }
+                loop.scheduleTimer(after: .milliseconds(100)) { silent.stopListening() }
             }
             #expect(result.failure?.kind == .connectFailed, "\(result)")
             #expect(opened == 0)
