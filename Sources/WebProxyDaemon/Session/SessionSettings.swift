@@ -22,6 +22,7 @@ public struct SessionSettings: Hashable, Sendable {
     /// A request whose connection moves nothing this long once it is sent (no byte
     /// acknowledged by the relay's side, none received) fails at once rather than at its
     /// deadline; `/down` long polls are exempt. A path that moves, however slowly, keeps it.
+    /// The relay's TLS handshakes get the same bound (`RelayService`).
     public var requestSilence: Duration
     /// Deadline of a `/down` long poll: the relay's 25 s long poll plus a margin.
     public var longPollDeadline: Duration

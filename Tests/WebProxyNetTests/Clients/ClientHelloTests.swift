@@ -77,21 +77,24 @@ struct ClientHelloTests {
         return try await withLoopAndResolver { loop, resolver in
             let record: [UInt8] = try await onLoop(loop) { done in
                 var held: [TCPConnection] = []
-                let listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
+                var listener: TCPListener?
+                listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { connection in
                     let recorder = RecordingDelegate()
                     recorder.onRead = { connection, _ in
                         let bytes = recorder.received
                         guard bytes.count >= 5, bytes.count >= 5 + (Int(bytes[3]) << 8 | Int(bytes[4])) else { return }
+                        // One ClientHello is all we want: the dial then fails, which is expected.
                         connection.abort()
+                        held.removeAll()
+                        listener?.close()
                         done(bytes)
                     }
                     connection.delegate = recorder
                     held.append(connection)
                 }
                 let target = SecureEndpoint(
-                    origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: listener.localAddress.port)!)
-                let dial = SecureDialer(context: tls.client).connect(to: target, on: loop, resolver: resolver) { _ in }
-                _ = (dial, listener)
+                    origin: testOrigin, connectTo: DialTarget(host: "127.0.0.1", port: listener!.localAddress.port)!)
+                _ = SecureDialer(context: tls.client).connect(to: target, on: loop, resolver: resolver) { _ in }
             }
             return ClientHello(record: record)
         }
