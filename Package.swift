@@ -18,7 +18,10 @@ let package = Package(
         .systemLibrary(
             name: "CWebProxyIDN2", pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"])]),
-        // Linux calls Glibc does not export to Swift (epoll, eventfd, timerfd, signalfd, accept4).
+        .systemLibrary(
+            name: "CWebProxyQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
+        // Linux calls Glibc does not export to Swift (epoll, eventfd, timerfd, signalfd, accept4, fork).
         .target(name: "CWebProxyLinux", cSettings: [.define("_GNU_SOURCE")]),
 
         // Pure protocol core: no sockets, no clocks, no globals.
@@ -28,7 +31,10 @@ let package = Package(
         // Carriers, bootstrap, session supervision, listener, configuration, logging.
         .target(
             name: "WebProxyDaemon",
-            dependencies: ["WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL"]),
+            dependencies: [
+                "WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL", "CWebProxyQRencode",
+                "CWebProxyLinux",
+            ]),
         // A relay written from the contract, for tests, the demo and benchmarks.
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet", "WebProxyTestSupport"]),
         // Helpers the tests, the benchmarks and the demo share (blocking client, seeded

@@ -8,6 +8,8 @@
 //   keeps Swift from touching a misaligned field.
 // - `tcpi_bytes_acked` is missing from glibc's `struct tcp_info`; the kernel's header has it
 //   but cannot be included beside <netinet/tcp.h>, so it is read in a file of its own.
+// - `fork` cannot be called from Swift, and the child must run no Swift code before
+//   `execve`; `cwpl_spawn` does both in C.
 // - `SIG_IGN`, `sigset_t` manipulation and `strerror_r` (GNU flavour) are macros or have
 //   two prototypes; small functions give Swift one clear signature.
 #ifndef CWEBPROXY_LINUX_H
@@ -18,6 +20,7 @@
 #include <sys/timerfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -105,6 +108,13 @@ int cwpl_tcp_progress(int fd, uint64_t *acknowledged, uint64_t *received);
 
 /// Names the calling thread (truncated to 15 bytes) for ps/top/gdb.
 void cwpl_set_thread_name(const char *name);
+
+// MARK: processes
+
+/// Starts `path` with `argv` and `envp` (NULL-terminated) and returns the child's pid, or -1
+/// with errno. With `uid` other than (uid_t)-1 the child first drops to `uid` and `gid`
+/// (and no other group). The child exits 126 if it cannot drop, 127 if execve fails.
+pid_t cwpl_spawn(const char *path, char *const argv[], char *const envp[], uid_t uid, gid_t gid);
 
 // MARK: errors
 

@@ -96,22 +96,30 @@ enum CheckCommand {
                 relays = configuration.relays
             }
         }
-        let plain = isatty(1) == 0
         var status = CommandLineTool.ExitCode.success
         for relay in relays {
             if relays.count > 1 { output.write("[relay \(relay.name)]\n") }
-            output.write("checking \(relay.host.name)\(relay.basePath.map { $0.pathPrefix } ?? "")\n")
-            let check: RelayCheck
-            do {
-                check = try RelayCheck(relay: relay, options: checkOptions) { output.write($0.line(plain: plain) + "\n") }
-            } catch {
-                errors.write("webproxyd check: \(error)\n")
-                return CommandLineTool.ExitCode.failure
-            }
-            let code = CheckResult.exitCode(of: check.run())
+            let code = check(relay, options: checkOptions, output: output, errors: errors)
             if status == CommandLineTool.ExitCode.success { status = code }
         }
         return status
+    }
+
+    /// Checks one relay, printing a line per stage; returns the exit status of the check.
+    static func check(
+        _ relay: RelayConfiguration, options: RelayCheck.Options = RelayCheck.Options(), output: TextSink,
+        errors: TextSink
+    ) -> Int32 {
+        let plain = isatty(1) == 0
+        output.write("checking \(relay.host.name)\(relay.basePath.map { $0.pathPrefix } ?? "")\n")
+        let check: RelayCheck
+        do {
+            check = try RelayCheck(relay: relay, options: options) { output.write($0.line(plain: plain) + "\n") }
+        } catch {
+            errors.write("webproxyd check: \(error)\n")
+            return CommandLineTool.ExitCode.failure
+        }
+        return CheckResult.exitCode(of: check.run())
     }
 
     private static func usage(_ message: String, _ errors: TextSink) -> Int32 {

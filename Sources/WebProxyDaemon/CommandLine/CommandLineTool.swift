@@ -20,6 +20,7 @@ public enum CommandLineTool {
         USAGE: webproxyd <subcommand> [options]
 
         SUBCOMMANDS:
+          setup                Configure the service for a relay, check it and start it (as root).
           run                  Serve the relays of a configuration file, or one relay given by flags.
           check-config         Check a configuration file and report every problem.
           link                 Print the tg://proxy link Telegram should use for each relay.
@@ -64,17 +65,6 @@ public enum CommandLineTool {
           --help                 Show this help.
         """
 
-    static let linkHelp = """
-        USAGE: webproxyd link [--config FILE]
-
-        Print, for each relay, the tg://proxy link Telegram should use to reach webproxyd, and
-        how to enter it in Telegram Desktop. The links contain the relay's secret.
-
-        OPTIONS:
-          --config FILE          The configuration file (default \(DaemonConfiguration.defaultPath)).
-          --help                 Show this help.
-        """
-
     static let versionHelp = """
         USAGE: webproxyd version
 
@@ -111,8 +101,10 @@ public enum CommandLineTool {
             command = .run
         case "check-config":
             command = .checkConfig
+        case "setup":
+            return SetupCommand.run(rest, output: output, errors: errors, environment: environment)
         case "link":
-            command = .link
+            return LinkCommand.run(rest, output: output, errors: errors, environment: environment)
         case "status":
             return StatusCommand.run(rest, output: output, errors: errors, environment: environment)
         case "check":
@@ -145,22 +137,19 @@ public enum CommandLineTool {
             return runDaemon(context, started: started)
         case .checkConfig:
             return checkConfig(context)
-        case .link:
-            return printLinks(context)
         }
     }
 
     // MARK: Subcommands
 
     private enum Command {
-        case version, run, checkConfig, link
+        case version, run, checkConfig
 
         var name: String {
             switch self {
             case .version: "version"
             case .run: "run"
             case .checkConfig: "check-config"
-            case .link: "link"
             }
         }
 
@@ -169,7 +158,6 @@ public enum CommandLineTool {
             case .version: versionHelp
             case .run: runHelp
             case .checkConfig: checkConfigHelp
-            case .link: linkHelp
             }
         }
 
@@ -177,7 +165,7 @@ public enum CommandLineTool {
             switch self {
             case .version: []
             case .run: Set(["--config", "--link", "--listen", "--control-socket"] + RelayConfiguration.quickOptionalFlags)
-            case .checkConfig, .link: ["--config"]
+            case .checkConfig: ["--config"]
             }
         }
     }
@@ -196,8 +184,11 @@ public enum CommandLineTool {
         let message: String
     }
 
-    /// `--name VALUE` or `--name=VALUE`, each option at most once.
-    static func parseOptions(_ arguments: [String], allowed: Set<String>) throws(UsageError) -> [String: String] {
+    /// `--name VALUE` or `--name=VALUE`, and `--flag` alone for `flags` (its value is ""),
+    /// each at most once.
+    static func parseOptions(
+        _ arguments: [String], allowed: Set<String>, flags: Set<String> = []
+    ) throws(UsageError) -> [String: String] {
         var options: [String: String] = [:]
         var index = 0
         while index < arguments.count {
@@ -207,6 +198,13 @@ public enum CommandLineTool {
             if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
                 name = String(argument[..<equals])
                 value = String(argument[argument.index(after: equals)...])
+            }
+            if flags.contains(argument) {
+                guard options.updateValue("", forKey: argument) == nil else {
+                    throw UsageError(message: "\(argument) is given twice")
+                }
+                index += 1
+                continue
             }
             guard allowed.contains(name) else {
                 // A stray argument is not echoed: it is often a link or secret given without --link.
@@ -229,15 +227,19 @@ public enum CommandLineTool {
     }
 
     /// Loads the file, printing warnings (and errors) to `errors`; nil on error.
-    private static func load(_ context: Invocation) -> DaemonConfiguration? {
+    static func loadConfiguration(path: String, environment: [String: String], errors: TextSink) -> DaemonConfiguration? {
         do {
-            let loaded = try DaemonConfiguration.load(path: context.configPath, environment: context.environment)
-            for warning in loaded.warnings { context.errors.write("\(warning)\n") }
+            let loaded = try DaemonConfiguration.load(path: path, environment: environment)
+            for warning in loaded.warnings { errors.write("\(warning)\n") }
             return loaded.configuration
         } catch {
-            context.errors.write(error.description + "\n")
+            errors.write(error.description + "\n")
             return nil
         }
+    }
+
+    private static func load(_ context: Invocation) -> DaemonConfiguration? {
+        loadConfiguration(path: context.configPath, environment: context.environment, errors: context.errors)
     }
 
     private static func checkConfig(_ context: Invocation) -> Int32 {
@@ -252,18 +254,6 @@ public enum CommandLineTool {
           Settings → Advanced → Connection type → Use custom proxy → MTProxy,
           with the server, port and secret of the link.
         """
-
-    private static func printLinks(_ context: Invocation) -> Int32 {
-        guard let configuration = load(context) else { return ExitCode.config }
-        var text = ""
-        for relay in configuration.relays {
-            text += "[relay \(relay.name)]\n"
-            text += ProxyLink.localProxyLink(server: relay.listen.host, port: relay.listen.port, secret: relay.secret)
-            text += "\n\n"
-        }
-        context.output.write(text + telegramDesktopSteps + "\n")
-        return ExitCode.success
-    }
 
     private static func runDaemon(_ context: Invocation, started: ((Daemon) -> Void)?) -> Int32 {
         let options = context.options

@@ -4,7 +4,8 @@ import Glibc
 import WebProxyCore
 
 /// Where a relay's secret comes from: inline in the configuration, a file, or a systemd
-/// credential (`LoadCredential=`), read from `$CREDENTIALS_DIRECTORY/<name>`.
+/// credential (`LoadCredential=`), read from `$CREDENTIALS_DIRECTORY/<name>` in the service
+/// and from systemd's credential stores outside it.
 enum SecretSource: Equatable {
     case inline(String)
     case file(path: String)
@@ -13,8 +14,12 @@ enum SecretSource: Equatable {
     /// A secret file holds one secret and maybe a newline; anything bigger is a mistake.
     static let maxFileSize = 4096
 
+    /// Where systemd looks for `LoadCredential=NAME` without a path, and so where commands
+    /// run outside the service look when `CREDENTIALS_DIRECTORY` is not set.
+    static let systemCredentialStores = ["/etc/credstore", "/run/credstore", "/usr/lib/credstore"]
+
     /// The secret, plus a warning when a secret file is readable by group or others.
-    func load(environment: [String: String])
+    func load(environment: [String: String], credentialStores: [String] = Self.systemCredentialStores)
         throws(ConfigurationValueError) -> (secret: ProxySecret, warning: ConfigurationValueError?)
     {
         switch self {
@@ -36,12 +41,17 @@ enum SecretSource: Equatable {
                     "A credential name may not be empty, '.', '..' or contain '/'",
                     hint: "use the name given to LoadCredential=, e.g. home.secret")
             }
-            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
+            let path: String
+            if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+                path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            } else if let stored = credentialStores.map({ $0 + "/" + name }).first(where: { access($0, F_OK) == 0 }) {
+                // Outside the service (link, check-config): where LoadCredential=NAME finds it.
+                path = stored
+            } else {
                 throw ConfigurationValueError(
-                    "secret-credential needs systemd credentials, but CREDENTIALS_DIRECTORY is not set",
+                    "secret-credential needs systemd credentials, but CREDENTIALS_DIRECTORY is not set and no \(credentialStores.map { $0 + "/" + name }.joined(separator: " or ")) exists",
                     hint: "add LoadCredential=\(name):/path/to/secret to the service, or use secret-file")
             }
-            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             let file = try SmallFile(path: path, limit: Self.maxFileSize, what: "credential '\(name)'")
             return (try Self.parse(file.text), nil)
         }

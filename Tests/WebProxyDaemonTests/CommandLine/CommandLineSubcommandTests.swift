@@ -14,7 +14,7 @@ import Testing
     @Test func eachSubcommandHasHelp() {
         let expected: [String: String] = [
             "run": CommandLineTool.runHelp, "check-config": CommandLineTool.checkConfigHelp,
-            "link": CommandLineTool.linkHelp, "version": CommandLineTool.versionHelp,
+            "link": LinkCommand.help, "setup": SetupCommand.help, "version": CommandLineTool.versionHelp,
         ]
         for (command, help) in expected {
             let result = run([command, "--help"])
@@ -24,7 +24,7 @@ import Testing
         }
         #expect(CommandLineTool.versionHelp == "USAGE: webproxyd version\n\nPrint the version and exit.")
         #expect(CommandLineTool.checkConfigHelp.hasPrefix("USAGE: webproxyd check-config [--config FILE]\n"))
-        #expect(CommandLineTool.linkHelp.hasPrefix("USAGE: webproxyd link [--config FILE]\n"))
+        #expect(LinkCommand.help.hasPrefix("USAGE: webproxyd link [--config FILE] [--relay NAME] [--qr] [--open]\n"))
         #expect(
             CommandLineTool.runHelp.hasPrefix(
                 """
@@ -32,7 +32,7 @@ import Testing
                        webproxyd run --link LINK --listen HOST:PORT [--ca-file PEM] [--connect-to HOST:PORT]
 
                 """))
-        for command in ["run", "check-config", "link"] { #expect(CommandLineTool.usage.contains("  \(command) ")) }
+        for command in ["setup", "run", "check-config", "link"] { #expect(CommandLineTool.usage.contains("  \(command) ")) }
     }
 
     @Test func linkPrintsTheLocalProxyLinkAndTelegramSteps() {

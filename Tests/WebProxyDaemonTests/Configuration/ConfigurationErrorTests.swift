@@ -121,7 +121,7 @@ private let relayBody = "link = \(rootLink)\nlisten = 127.0.0.1:8443\n"
             "test.conf:3: error: The path must be absolute (the working directory under systemd is /; start the path with /)",
         ]),
         .init(label: "credential without CREDENTIALS_DIRECTORY", text: "[relay home]\nhost = relay.example.com\nsecret-credential = home.secret\nlisten = 127.0.0.1:1\n", expected: [
-            "test.conf:3: error: secret-credential needs systemd credentials, but CREDENTIALS_DIRECTORY is not set (add LoadCredential=home.secret:/path/to/secret to the service, or use secret-file)",
+            "test.conf:3: error: secret-credential needs systemd credentials, but CREDENTIALS_DIRECTORY is not set and no /etc/credstore/home.secret or /run/credstore/home.secret or /usr/lib/credstore/home.secret exists (add LoadCredential=home.secret:/path/to/secret to the service, or use secret-file)",
         ]),
         .init(label: "abbreviated log level", text: "[daemon]\nlog-level = warn\n[relay home]\n" + relayBody, expected: [
             "test.conf:2: error: Unknown log level (did you mean 'warning'?)",

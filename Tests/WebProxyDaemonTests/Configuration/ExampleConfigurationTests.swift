@@ -6,11 +6,7 @@ import Testing
 
 @Suite struct ExampleConfigurationTests {
     /// systemd/webproxyd.conf.example in this checkout.
-    static let examplePath: String = {
-        var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
-        components.removeLast(4)  // Tests/WebProxyDaemonTests/Configuration/<file>
-        return components.joined(separator: "/") + "/systemd/webproxyd.conf.example"
-    }()
+    static let examplePath = repositoryPath("systemd/webproxyd.conf.example")
 
     @Test func theShippedExampleParses() throws {
         let scratch = try OperationsScratchDirectory()
@@ -32,7 +28,7 @@ import Testing
     /// Every commented-out `#key = value` example is a key of its section, and every key
     /// the parser knows is documented.
     @Test func everyDocumentedKeyIsAKnownKey() throws {
-        let text = try #require(readExample())
+        let text = try #require(readRepositoryFile("systemd/webproxyd.conf.example"))
         var section = ""
         for line in text.split(separator: "\n") {
             if line.hasPrefix("[") { section = String(line) }
@@ -51,20 +47,28 @@ import Testing
         #expect(documented.isSuperset(of: ConfigurationParser.relayKeys))
         #expect(documented.isSuperset(of: ConfigurationParser.daemonKeys))
     }
+}
 
-    private func readExample() -> String? {
-        let fd = open(Self.examplePath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            bytes += buffer[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+/// A path in this checkout, from the repository root.
+func repositoryPath(_ relative: String) -> String {
+    var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+    components.removeLast(4)  // Tests/WebProxyDaemonTests/Configuration/<file>
+    return components.joined(separator: "/") + "/" + relative
+}
+
+/// A text file of this checkout, read whole; nil if it cannot be read.
+func readRepositoryFile(_ relative: String) -> String? {
+    let fd = open(repositoryPath(relative), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 8192)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count <= 0 { break }
+        bytes += buffer[..<count]
     }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 extension Substring {
