@@ -45,9 +45,10 @@ public final class WebSocketClient: TLSConnectionDelegate {
         public var target: String
         /// The one subprotocol offered; the 101 must echo exactly it.
         public var subprotocol: String
-        /// Headers after the WebSocket ones, in order (Origin, cookies…). No Authorization
-        /// is sent unless it is here.
-        public var extraHeaders: HTTPHeaders
+        /// The request's fields after `Host`, in order, the WebSocket ones included
+        /// (`WebSocketHandshake.upgradeRequest` adds the key). No Authorization is sent
+        /// unless it is here.
+        public var fields: HTTPHeaders
         /// Largest message accepted from the server.
         public var maxMessageBytes: Int
         /// From `connect` to a validated 101, dial and TLS included.
@@ -58,14 +59,14 @@ public final class WebSocketClient: TLSConnectionDelegate {
         public var responseLimits: HTTPParserLimits
 
         public init(
-            target: String, subprotocol: String, extraHeaders: HTTPHeaders = HTTPHeaders(),
+            target: String, subprotocol: String, fields: HTTPHeaders? = nil,
             maxMessageBytes: Int = 4 << 20, upgradeTimeout: Duration = .seconds(20),
             closeTimeout: Duration = .seconds(5),
             responseLimits: HTTPParserLimits = HTTPParserLimits(maxBodyBytes: 64 << 10)
         ) {
             self.target = target
             self.subprotocol = subprotocol
-            self.extraHeaders = extraHeaders
+            self.fields = fields ?? WebSocketHandshake.upgradeFields(subprotocol: subprotocol)
             self.maxMessageBytes = maxMessageBytes
             self.upgradeTimeout = upgradeTimeout
             self.closeTimeout = closeTimeout
@@ -139,8 +140,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
         tls.delegate = self
         key = WebSocketHandshake.key(randomBytes: Self.randomKeyBytes())
         let head = WebSocketHandshake.upgradeRequest(
-            target: configuration.target, host: hostHeader, key: key, subprotocol: configuration.subprotocol,
-            extraHeaders: configuration.extraHeaders)
+            target: configuration.target, host: hostHeader, key: key, fields: configuration.fields)
         do throws(HTTPError) {
             try head.headers.validateForSerialization()
             let bytes = try head.encoded()

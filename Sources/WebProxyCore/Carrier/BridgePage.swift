@@ -21,17 +21,13 @@ public struct BridgePage: Hashable, Sendable, CustomStringConvertible {
     /// Longest relay origin accepted.
     static let maxOriginLength = 300
 
-    /// The bridge request: `GET {basePath}/?bridge=<capability>` with `Host: H` and
-    /// browser-like, non-identifying headers. No `Accept-Encoding`: the reference front
-    /// would gzip the page. `basePath` is "" or "/P"; `capability` the 43-character one.
-    public static func request(host: String, basePath: String, capability: String) -> CarrierRequest {
-        CarrierRequest(
-            method: "GET", path: basePath + "/?bridge=" + capability,
-            headers: [
-                ("Host", host),
-                ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
-                ("Accept-Language", "en-US,en;q=0.9"),
-            ])
+    /// The bridge request: `GET {basePath}/?bridge=<capability>` with `Host: H` and the
+    /// headers of a browser's navigation (no `Accept-Encoding`: the reference front would
+    /// gzip the page). `basePath` is "" or "/P"; `capability` the 43-character one.
+    public static func request(
+        host: String, basePath: String, capability: String, browser: BrowserHeaders = .chromium
+    ) -> CarrierRequest {
+        CarrierRequest(method: "GET", path: basePath + "/?bridge=" + capability, headers: browser.navigation(host: host))
     }
 
     /// Judges the answer to `request(host:basePath:capability:)`. A 200 is not success by

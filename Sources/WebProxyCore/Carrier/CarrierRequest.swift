@@ -1,8 +1,8 @@
 /// One HTTP request to the relay, as a pure value for the HTTP client to send.
 ///
-/// `headers` are the exact fields in wire order, `Host` first. Message framing is the
-/// HTTP client's job: it adds `Content-Length` (HTTP/1.1 sends `Content-Length: 0` for a
-/// bodiless POST, none for GET and DELETE) and, on upgrades, `Sec-WebSocket-Key`.
+/// `headers` are the exact fields in wire order, `Host` first, `Content-Length` included
+/// where a browser puts it (the HTTP client checks it against the body and adds one only
+/// if it is missing). On upgrades the WebSocket client adds `Sec-WebSocket-Key`.
 ///
 /// The description shows only the method and the path without its query: header values
 /// carry bearer tokens and the bridge query carries the capability.

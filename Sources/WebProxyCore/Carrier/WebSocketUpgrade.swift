@@ -1,6 +1,6 @@
 /// The WebSocket upgrade of the websocket carriers (PROTOCOL.md §5.3 and §5.4): the
-/// request minus `Sec-WebSocket-Key` (the WebSocket client adds it after
-/// `Sec-WebSocket-Version`), and a check that the relay echoed the subprotocol.
+/// request minus `Sec-WebSocket-Key` (the WebSocket client adds it before
+/// `Sec-WebSocket-Protocol`), and a check that the relay echoed the subprotocol.
 ///
 /// The session token travels in the subprotocol, never in `Authorization`.
 public struct WebSocketUpgrade: Sendable {
@@ -21,10 +21,7 @@ public struct WebSocketUpgrade: Sendable {
         }
         request = CarrierRequest(
             method: "GET", path: api.prefix + "/ws",
-            headers: [
-                ("Host", api.host), ("Upgrade", "websocket"), ("Connection", "Upgrade"),
-                ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Protocol", subprotocol), ("Origin", api.origin),
-            ])
+            headers: api.browser.webSocket(host: api.host, origin: api.origin, subprotocol: subprotocol))
     }
 
     /// Accepts only 101 echoing exactly the offered subprotocol. (The WebSocket client

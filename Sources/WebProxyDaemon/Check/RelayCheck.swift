@@ -207,9 +207,8 @@ final class RelayCheck: @unchecked Sendable {
             endpoint: endpoint, dialer: SecureDialer(dialer: dialer, context: context), resolver: resolver, loop: loop)
         self.client = client
         let capability = Capability.derive(secret: relay.secret, host: relay.host, basePath: relay.basePath)
-        let api = RelayAPI(host: relay.host.name, prefix: capability.apiPathPrefix)
-        let request = BridgePage.request(
-            host: relay.host.name, basePath: relay.basePath?.pathPrefix ?? "", capability: capability.urlSafeValue)
+        let api = RelayAPI(host: relay.host.name, prefix: capability.apiPathPrefix, browser: relay.browser)
+        let request = api.bridgePage(basePath: relay.basePath?.pathPrefix ?? "", capability: capability.urlSafeValue)
         exchange(request, stage: .bridge) { [self] response in
             switch BridgePage.judge(response) {
             case .accepted(let page):

@@ -30,6 +30,8 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var proxy: UpstreamProxy?
     /// The most streams opened at once on this relay's session.
     public var maxStreams: Int
+    /// The User-Agent of every request; nil for Chromium's (`BrowserHeaders`).
+    public var userAgent: String?
 
     /// The relay's `max_streams_per_session`: the default and the upper bound.
     public static let maxStreamsLimit = 128
@@ -42,7 +44,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 listen: ListenAddress, allowNonLoopback: Bool = false,
                 carrier: CarrierChoice = .follow, caFile: String? = nil, pins: [SPKIPin] = [],
                 connectTo: HostAndPort? = nil, proxy: UpstreamProxy? = nil,
-                maxStreams: Int = RelayConfiguration.maxStreamsLimit) {
+                maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil) {
         self.name = name
         self.host = host
         self.basePath = basePath
@@ -55,6 +57,25 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         self.connectTo = connectTo
         self.proxy = proxy
         self.maxStreams = maxStreams
+        self.userAgent = userAgent
+    }
+
+    /// The browser whose requests the relay sees.
+    public var browser: BrowserHeaders { userAgent.map(BrowserHeaders.init(userAgent:)) ?? .chromium }
+
+    /// The longest User-Agent accepted (Chromium's is 101 characters).
+    static let maxUserAgentLength = 512
+
+    /// A User-Agent must fit in one header line: visible ASCII and inner spaces.
+    static func parseUserAgent(_ text: String) throws(ConfigurationValueError) -> String {
+        guard !text.isEmpty, text.utf8.count <= maxUserAgentLength,
+              text.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+        else {
+            throw ConfigurationValueError(
+                "user-agent must be 1 to \(maxUserAgentLength) printable ASCII characters",
+                hint: "e.g. the User-Agent of your own browser, from its about:version page")
+        }
+        return text
     }
 
     /// The relay of the quick flags `run --link LINK --listen HOST:PORT` (and `check --link`),

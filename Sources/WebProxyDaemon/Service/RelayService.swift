@@ -105,7 +105,7 @@ final class RelayService {
                 parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes)))
         supervisor = SessionSupervisor(
             secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
-            settings: settings, random: SystemRandomNumberGenerator())
+            browser: configuration.browser, settings: settings, random: SystemRandomNumberGenerator())
         origin = loop.now
     }
 

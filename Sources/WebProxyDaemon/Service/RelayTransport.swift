@@ -27,19 +27,15 @@ enum RelayTransport {
         CarrierResponse(status: head.status, headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
     }
 
-    /// Headers the WebSocket client writes itself (from the target, host, key and subprotocol).
-    private static let handshakeHeaders: Set<String> = [
-        "host", "upgrade", "connection", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-key",
-    ]
-
     /// The WebSocket client settings for an upgrade request of the websocket carriers; nil
-    /// when it offers no subprotocol (the machines always set one).
+    /// when it offers no subprotocol (the machines always set one). The client writes
+    /// `Host` (first) and the key itself.
     static func webSocketConfiguration(_ request: CarrierRequest, timeout: Duration) -> WebSocketClient.Configuration? {
         guard let subprotocol = request.header("Sec-WebSocket-Protocol") else { return nil }
-        let extra = request.headers.filter { !handshakeHeaders.contains($0.name.lowercased()) }
+        let fields = request.headers.filter { $0.name.lowercased() != "host" }
         return WebSocketClient.Configuration(
             target: request.path, subprotocol: subprotocol,
-            extraHeaders: HTTPHeaders(extra.map { HTTPField(name: $0.name, value: $0.value) }),
+            fields: HTTPHeaders(fields.map { HTTPField(name: $0.name, value: $0.value) }),
             maxMessageBytes: FrameLimits.defaultBatchBytes + 1024, upgradeTimeout: timeout)
     }
 

@@ -35,6 +35,8 @@ public struct SessionSupervisor: Sendable {
     private let secret: ProxySecret
     private let host: RelayHost
     private let basePath: BasePath?
+    /// The browser whose requests the relay sees.
+    private let browser: BrowserHeaders
     private var phase = Phase.idle
     private var driver: SessionDriver?
     private var api: RelayAPI?
@@ -53,12 +55,13 @@ public struct SessionSupervisor: Sendable {
 
     /// A supervisor for the relay at `host` (under `basePath`) with proxy secret `secret`.
     public init(
-        secret: ProxySecret, host: RelayHost, basePath: BasePath?, settings: SessionSettings = SessionSettings(),
-        random: some RandomNumberGenerator & Sendable
+        secret: ProxySecret, host: RelayHost, basePath: BasePath?, browser: BrowserHeaders = .chromium,
+        settings: SessionSettings = SessionSettings(), random: some RandomNumberGenerator & Sendable
     ) {
         self.secret = secret
         self.host = host
         self.basePath = basePath
+        self.browser = browser
         self.settings = settings
         self.random = RandomSource(base: random)
         exchanges = HTTPExchanges(policy: settings.retry, silenceBound: settings.requestSilence)
@@ -134,9 +137,9 @@ public struct SessionSupervisor: Sendable {
         phase = .fetchingPage
         step.emit(.log(.bootstrapping(consecutiveFailures: reconnect.consecutiveFailures)))
         let capability = Capability.derive(secret: secret, host: host, basePath: basePath)
-        api = RelayAPI(host: host.name, prefix: capability.apiPathPrefix)
-        let request = BridgePage.request(
-            host: host.name, basePath: basePath?.pathPrefix ?? "", capability: capability.urlSafeValue)
+        let api = RelayAPI(host: host.name, prefix: capability.apiPathPrefix, browser: browser)
+        self.api = api
+        let request = api.bridgePage(basePath: basePath?.pathPrefix ?? "", capability: capability.urlSafeValue)
         exchanges.send(.bridgePage, request, deadline: settings.requestDeadline, step: &step)
     }
 

@@ -23,20 +23,32 @@ public enum WebSocketHandshake {
         return Base64.encode(digest)
     }
 
-    /// The client's upgrade request, headers in the order the reference client sends them;
-    /// `extraHeaders` follow. Exactly one subprotocol is offered and no extensions.
-    public static func upgradeRequest(
-        target: String, host: String, key: String, subprotocol: String, origin: String? = nil,
-        extraHeaders: HTTPHeaders = HTTPHeaders()
-    ) -> HTTPRequestHead {
-        var headers: HTTPHeaders = [
-            ("Host", host), ("Upgrade", "websocket"), ("Connection", "Upgrade"),
-            ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key),
+    /// The client's upgrade request: `Host`, then `fields` in order with `Sec-WebSocket-Key`
+    /// inserted before `Sec-WebSocket-Protocol` (where browsers put it), or last.
+    /// `fields` carry the other WebSocket fields (`upgradeFields` has the plain ones).
+    public static func upgradeRequest(target: String, host: String, key: String, fields: HTTPHeaders) -> HTTPRequestHead {
+        var headers: HTTPHeaders = [("Host", host)]
+        var keyWritten = false
+        for field in fields {
+            if !keyWritten, HTTPHeaders.namesMatch(field.name, "Sec-WebSocket-Protocol") {
+                headers.append(name: "Sec-WebSocket-Key", value: key)
+                keyWritten = true
+            }
+            headers.append(name: field.name, value: field.value)
+        }
+        if !keyWritten { headers.append(name: "Sec-WebSocket-Key", value: key) }
+        return HTTPRequestHead(method: "GET", target: target, headers: headers)
+    }
+
+    /// The fields of a plain upgrade offering exactly one subprotocol and no extensions,
+    /// and `Origin` if given.
+    public static func upgradeFields(subprotocol: String, origin: String? = nil) -> HTTPHeaders {
+        var fields: HTTPHeaders = [
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
             ("Sec-WebSocket-Protocol", subprotocol),
         ]
-        if let origin { headers.append(name: "Origin", value: origin) }
-        for field in extraHeaders { headers.append(name: field.name, value: field.value) }
-        return HTTPRequestHead(method: "GET", target: target, headers: headers)
+        if let origin { fields.append(name: "Origin", value: origin) }
+        return fields
     }
 
     /// Client side: accepts only a 101 that upgrades to websocket, proves it saw `key`,

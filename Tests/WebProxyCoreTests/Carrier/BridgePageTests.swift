@@ -194,15 +194,19 @@ import WebProxyTestSupport
         #expect(request.path == "/?bridge=MHLEY5PmW1GWqJkSrlmJpvJUiLhBH_QKy6yKg8a0JPk")
         #expect(
             F.pairs(request.headers) == [
-                ["Host", "proxy.example.com"],
-                ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
-                ["Accept-Language", "en-US,en;q=0.9"],
+                // Chromium 156's navigation to a typed URL, less Accept-Encoding.
+                ["Host", "proxy.example.com"], ["Connection", "keep-alive"], ["sec-ch-ua", F.brands],
+                ["sec-ch-ua-mobile", "?0"], ["sec-ch-ua-platform", "\"Linux\""], ["Upgrade-Insecure-Requests", "1"],
+                ["User-Agent", F.userAgent],
+                ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"],
+                ["Sec-Fetch-Site", "none"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"],
+                ["Sec-Fetch-Dest", "document"], ["Accept-Language", "en-US,en;q=0.9"],
             ])
         #expect(request.body.isEmpty)
         #expect(request.header("accept-encoding") == nil)
         #expect(request.header("Cookie") == nil)
         #expect(!request.headers.contains { ($0.name + $0.value).lowercased().contains("webproxyd") })
-        #expect(request.description == "GET /?… (3 headers, 0 body bytes)")
+        #expect(request.description == "GET /?… (13 headers, 0 body bytes)")
     }
 
     @Test func bridgeRequestUnderABasePath() {

@@ -91,11 +91,22 @@ enum CarrierFixtures {
         headers.map { [$0.name, $0.value] }
     }
 
-    /// A request's headers as the transcript recorded them: without the `Origin` this
-    /// client adds (the recorder did not send it on API calls).
-    static func withoutOrigin(_ request: CarrierRequest) -> [[String]] {
-        pairs(request.headers.filter { $0.name != "Origin" })
+    /// The fields a browser adds to every request, which the transcripts' recorder did not
+    /// send (RelayAPITests checks them against Chromium's capture).
+    static let browserFields: Set = [
+        "Connection", "Content-Length", "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "User-Agent",
+        "Accept", "Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Accept-Language",
+    ]
+
+    /// A request's headers as the transcript recorded them: the relay protocol's fields in
+    /// order, without the browser's.
+    static func asRecorded(_ request: CarrierRequest) -> [[String]] {
+        pairs(request.headers.filter { !browserFields.contains($0.name) })
     }
+
+    /// Chromium 156's fields around a `fetch()` from the bridge page, as captured.
+    static let userAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+    static let brands = "\"Not:A-Brand\";v=\"8\", \"Chromium\";v=\"156\""
 
     /// A monotonic instant that tests move by hand.
     struct Instant: InstantProtocol {

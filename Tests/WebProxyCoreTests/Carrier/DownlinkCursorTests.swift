@@ -30,7 +30,7 @@ import Testing
         let poll2 = downlink.nextPoll()
         let poll = try #require(poll2)
         #expect(
-            F.withoutOrigin(poll) == [
+            F.asRecorded(poll) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer VKYb2JK-I-uUukfRbXN06Qwf_N50YiJ3HXlSDhhOQDU"],
                 ["X-Down-Cursor", "0"],
             ])

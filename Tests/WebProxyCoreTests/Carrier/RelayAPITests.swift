@@ -2,9 +2,9 @@ import Testing
 
 @testable import WebProxyCore
 
-/// Every request shape against the transcripts. The recorder sent no `Origin` on API
-/// calls and wrote `Content-Length` itself; this client adds `Origin: https://H` last and
-/// leaves framing to the HTTP client.
+/// Every request shape against the transcripts, and the browser's fields around them
+/// against what Chromium 156 sent from a page to its own origin over HTTP/1.1 (captured;
+/// Docs/SECURITY.md). The recorder sent none of the browser's fields.
 @Suite struct RelayAPITests {
     typealias F = CarrierFixtures
 
@@ -12,12 +12,37 @@ import Testing
         let request = F.api.createSession(bootstrap: F.createBootstrap)
         #expect(request.method == "POST")
         #expect(request.path == "/api/v1/session")
+        // Chromium's order for fetch(url, {method: "POST", headers: {Authorization,
+        // Content-Type}, body}), less Accept-Encoding.
         #expect(
             F.pairs(request.headers) == [
-                ["Host", "proxy.example.com"], ["Authorization", "Bearer vtC-woU4ery1TUQ3jKjRJs9BZW59b3AbD5WcMZQ1EYw"],
-                ["Content-Type", "application/octet-stream"], ["Origin", "https://proxy.example.com"],
+                ["Host", "proxy.example.com"], ["Connection", "keep-alive"], ["Content-Length", "9"],
+                ["sec-ch-ua-platform", "\"Linux\""],
+                ["Authorization", "Bearer vtC-woU4ery1TUQ3jKjRJs9BZW59b3AbD5WcMZQ1EYw"],
+                ["User-Agent", F.userAgent], ["sec-ch-ua", F.brands], ["Content-Type", "application/octet-stream"],
+                ["sec-ch-ua-mobile", "?0"], ["Accept", "*/*"], ["Origin", "https://proxy.example.com"],
+                ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "cors"], ["Sec-Fetch-Dest", "empty"],
+                ["Accept-Language", "en-US,en;q=0.9"],
             ])
         #expect(request.body == F.bytes(hex: "100000000000000101"))
+    }
+
+    @Test func aConfiguredUserAgentReplacesChromiumsAndItsClientHints() {
+        let chrome = RelayAPI(
+            host: F.host, prefix: "/api/v1",
+            browser: BrowserHeaders(userAgent: "Mozilla/5.0 (X11; Linux x86_64) Chrome/141.0.0.0 Safari/537.36"))
+        let hinted = chrome.down(session: F.httpsSession, cursor: 0, lane: nil)
+        #expect(hinted.header("User-Agent") == "Mozilla/5.0 (X11; Linux x86_64) Chrome/141.0.0.0 Safari/537.36")
+        // Chrome 141 sends the GREASE brand "Not?A_Brand";v="8" (its sec-ch-ua, as published).
+        let brands = hinted.header("sec-ch-ua") ?? ""
+        #expect(brands.contains("\"Chromium\";v=\"141\"") && brands.contains("\"Not?A_Brand\";v=\"8\""), "\(brands)")
+        let firefox = RelayAPI(
+            host: F.host, prefix: "/api/v1",
+            browser: BrowserHeaders(userAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0"))
+        let plain = firefox.down(session: F.httpsSession, cursor: 0, lane: nil)
+        #expect(plain.header("User-Agent")?.hasSuffix("Firefox/140.0") == true)
+        #expect(!plain.headers.contains { $0.name.hasPrefix("sec-ch-ua") })
+        #expect(F.asRecorded(plain) == F.asRecorded(hinted))
     }
 
     @Test func apiPrefixUnderABasePath() {
@@ -36,7 +61,7 @@ import Testing
         #expect(request.method == "DELETE")
         #expect(request.path == "/api/v1/session")
         #expect(
-            F.withoutOrigin(request) == [
+            F.asRecorded(request) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer Efm8CVhv8g9nZxzqx_0ZDIVSzkT28Bjb2yo--AW785E"],
             ])
         #expect(request.header("Content-Type") == nil)
@@ -49,11 +74,11 @@ import Testing
         #expect(request.method == "POST")
         #expect(request.path == "/api/v1/up")
         #expect(
-            F.pairs(request.headers) == [
+            F.asRecorded(request) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer VKYb2JK-I-uUukfRbXN06Qwf_N50YiJ3HXlSDhhOQDU"],
-                ["Content-Type", "application/octet-stream"], ["X-Up-Seq", "1"],
-                ["Origin", "https://proxy.example.com"],
+                ["X-Up-Seq", "1"], ["Content-Type", "application/octet-stream"],
             ])
+        #expect(request.header("Content-Length") == "32")
         #expect(request.body == body)
     }
 
@@ -62,9 +87,9 @@ import Testing
         let body = F.bytes(hex: "010000010000000002000001000000106c616e65206f6e65207061796c6f6164")
         let request = F.api.up(session: F.lanesSession, sequence: 1, lane: lane, body: body)
         #expect(
-            F.withoutOrigin(request) == [
+            F.asRecorded(request) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer Jg-FHFmaq4OeWJTK0lsLUs004xOsNwGtAGdLbjQUX-I"],
-                ["Content-Type", "application/octet-stream"], ["X-Up-Seq", "1"], ["X-Lane-ID", "1"],
+                ["X-Up-Seq", "1"], ["X-Lane-ID", "1"], ["Content-Type", "application/octet-stream"],
             ])
         #expect(request.body == body)
     }
@@ -73,10 +98,15 @@ import Testing
         let request = F.api.down(session: F.httpsSession, cursor: 0, lane: nil)
         #expect(request.method == "POST")
         #expect(request.path == "/api/v1/down")
+        // As Chromium sent fetch(url, {method: "POST", headers: {Authorization, X-Down-Cursor}}).
         #expect(
             F.pairs(request.headers) == [
-                ["Host", "proxy.example.com"], ["Authorization", "Bearer VKYb2JK-I-uUukfRbXN06Qwf_N50YiJ3HXlSDhhOQDU"],
-                ["X-Down-Cursor", "0"], ["Origin", "https://proxy.example.com"],
+                ["Host", "proxy.example.com"], ["Connection", "keep-alive"], ["Content-Length", "0"],
+                ["sec-ch-ua-platform", "\"Linux\""],
+                ["Authorization", "Bearer VKYb2JK-I-uUukfRbXN06Qwf_N50YiJ3HXlSDhhOQDU"], ["X-Down-Cursor", "0"],
+                ["User-Agent", F.userAgent], ["sec-ch-ua", F.brands], ["sec-ch-ua-mobile", "?0"], ["Accept", "*/*"],
+                ["Origin", "https://proxy.example.com"], ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "cors"],
+                ["Sec-Fetch-Dest", "empty"], ["Accept-Language", "en-US,en;q=0.9"],
             ])
         #expect(request.header("Content-Type") == nil)
         #expect(request.body.isEmpty)
@@ -85,7 +115,7 @@ import Testing
     @Test func laneDownMatchesTranscript06() {
         let request = F.api.down(session: F.lanesSession, cursor: 0, lane: .session)
         #expect(
-            F.withoutOrigin(request) == [
+            F.asRecorded(request) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer Jg-FHFmaq4OeWJTK0lsLUs004xOsNwGtAGdLbjQUX-I"],
                 ["X-Down-Cursor", "0"], ["X-Lane-ID", "0"],
             ])
@@ -97,12 +127,15 @@ import Testing
         let upgrade = WebSocketUpgrade(channel: CarrierChannel(api: F.api, session: session, lane: nil))
         #expect(upgrade.request.method == "GET")
         #expect(upgrade.request.path == "/api/v1/ws")
+        // As Chromium sent new WebSocket(url, [subprotocol]), less the key (the WebSocket
+        // client inserts it before Sec-WebSocket-Protocol) and permessage-deflate.
         #expect(
             F.pairs(upgrade.request.headers) == [
-                ["Host", "proxy.example.com"], ["Upgrade", "websocket"], ["Connection", "Upgrade"],
-                ["Sec-WebSocket-Version", "13"],
+                ["Host", "proxy.example.com"], ["Connection", "Upgrade"], ["Pragma", "no-cache"],
+                ["Cache-Control", "no-cache"], ["User-Agent", F.userAgent], ["Upgrade", "websocket"],
+                ["Origin", "https://proxy.example.com"], ["Sec-WebSocket-Version", "13"],
+                ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"],
                 ["Sec-WebSocket-Protocol", "tproxy-v1.StPLRn8_lBqZ9ILSFKL1bPmiYVonNgZhzyfhG3BrkYY"],
-                ["Origin", "https://proxy.example.com"],
             ])
         #expect(upgrade.request.header("Authorization") == nil)
         #expect(upgrade.request.body.isEmpty)
@@ -115,7 +148,7 @@ import Testing
         #expect(
             upgrade.request.header("Sec-WebSocket-Protocol")
                 == "tproxy-lane-v1.z9d0D1zK1b7DtryzXpKm2m7HoSNQ0foDFUHTRTDL7wY.2")
-        #expect(upgrade.request.headers.count == 6)
+        #expect(upgrade.request.headers.count == 11)
     }
 
     @Test func noAPIRequestCarriesAQueryCookieOrClientName() throws {
@@ -143,7 +176,7 @@ import Testing
             #expect(!shown.contains("VKYb2JK"))
             #expect(!shown.contains("secret payload"))
         }
-        #expect(request.description == "POST /api/v1/up (5 headers, 14 body bytes)")
+        #expect(request.description == "POST /api/v1/up (16 headers, 14 body bytes)")
         let response = CarrierResponse(status: 200, headers: [("X-Session-Token", F.createdSession)], body: [1, 2])
         #expect(!String(reflecting: response).contains("gOx9"))
         #expect(response.description == "HTTP 200 (1 headers, 2 body bytes)")

@@ -19,9 +19,9 @@ import Testing
         let request2 = uplink.nextRequest(body: Self.firstBody)
         let request = try #require(request2)
         #expect(
-            F.withoutOrigin(request) == [
+            F.asRecorded(request) == [
                 ["Host", "proxy.example.com"], ["Authorization", "Bearer VKYb2JK-I-uUukfRbXN06Qwf_N50YiJ3HXlSDhhOQDU"],
-                ["Content-Type", "application/octet-stream"], ["X-Up-Seq", "1"],
+                ["X-Up-Seq", "1"], ["Content-Type", "application/octet-stream"],
             ])
         #expect(request.body == Self.firstBody)
         #expect(uplink.inFlight == request)

@@ -46,6 +46,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
             connect-to = [2001:db8::1]:8443
             proxy = socks5://alice:p%40ss@127.0.0.1:1080
             max-streams = 16
+            user-agent = Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0
 
             [relay work]
             link = \(rootLink)
@@ -73,6 +74,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
         #expect(home.proxy?.address.description == "127.0.0.1:1080")
         #expect(home.proxy?.credentials == UpstreamProxy.Credentials(user: "alice", password: "p@ss"))
         #expect(home.maxStreams == 16)
+        #expect(home.browser.userAgent == "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0")
 
         let work = try #require(configuration.relay(named: "work"))
         #expect(work.link == (try ProxyLink(parsing: rootLink)))
@@ -80,6 +82,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
         #expect(work.carrier == .follow)
         #expect(work.maxStreams == 128)
         #expect(work.pins.isEmpty && work.caFile == nil && work.connectTo == nil && work.proxy == nil)
+        #expect(work.userAgent == nil && work.browser == .chromium)
     }
 
     @Test func defaultsApplyWithoutADaemonSection() throws {

@@ -3,6 +3,8 @@ import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
 
+@testable import WebProxyDaemon
+
 /// The relay's WebSocket read deadline (twice `longPoll`) through the shell: a client Ping
 /// refreshes it, as the reference relay's does.
 @Suite struct RelayPingDeadlineTests {
@@ -20,9 +22,7 @@ import WebProxyTestRelay
         do {
             let session = try await TestRelayServerTests.establish(harness, mode: .websocket)
             let upgrade = WebSocketUpgrade(channel: CarrierChannel(api: harness.api, session: session.token, lane: nil))
-            let subprotocol = try #require(upgrade.request.header("Sec-WebSocket-Protocol"))
-            let configuration = WebSocketClient.Configuration(
-                target: upgrade.request.path, subprotocol: subprotocol, extraHeaders: [("Origin", harness.api.origin)])
+            let configuration = try #require(RelayTransport.webSocketConfiguration(upgrade.request, timeout: .seconds(20)))
             let endpoint = SecureEndpoint(
                 origin: DialTarget(host: RelayServerHarness.host, port: 443)!,
                 connectTo: DialTarget(host: "127.0.0.1", port: harness.port)!)

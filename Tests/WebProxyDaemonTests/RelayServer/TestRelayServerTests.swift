@@ -3,6 +3,8 @@ import WebProxyCore
 import WebProxyNet
 import WebProxyTestRelay
 
+@testable import WebProxyDaemon
+
 /// The relay shell over real TLS and sockets: bridge page, session, echo through the backend.
 @Suite struct TestRelayServerTests {
     /// Fetches the bridge page and creates a session of `mode`.
@@ -138,10 +140,7 @@ import WebProxyTestRelay
             let session = try await TestRelayServerTests.establish(harness, mode: .websocket)
             let upgrade = WebSocketUpgrade(
                 channel: CarrierChannel(api: harness.api, session: session.token, lane: nil))
-            let subprotocol = try #require(upgrade.request.header("Sec-WebSocket-Protocol"))
-            let configuration = WebSocketClient.Configuration(
-                target: upgrade.request.path, subprotocol: subprotocol,
-                extraHeaders: [("Origin", harness.api.origin)])
+            let configuration = try #require(RelayTransport.webSocketConfiguration(upgrade.request, timeout: .seconds(20)))
             let endpoint = SecureEndpoint(
                 origin: DialTarget(host: RelayServerHarness.host, port: 443)!,
                 connectTo: DialTarget(host: "127.0.0.1", port: harness.port)!)

@@ -14,7 +14,8 @@ func connectWebSocket(
     WebSocketClient.connect(
         to: endpoint(of: server), dialer: SecureDialer(context: context), resolver: resolver, loop: loop,
         configuration: WebSocketClient.Configuration(
-            target: target, subprotocol: subprotocol, extraHeaders: [("Origin", "https://web.example.org")],
+            target: target, subprotocol: subprotocol,
+            fields: WebSocketHandshake.upgradeFields(subprotocol: subprotocol, origin: "https://web.example.org"),
             maxMessageBytes: 8 << 20),
         completion: completion)
 }

@@ -30,8 +30,9 @@ import Testing
         add(
             WebSocketHandshake.upgradeRequest(
                 target: "/api/v1/ws", host: "proxy.example.com", key: "dGhlIHNhbXBsZSBub25jZQ==",
-                subprotocol: "tproxy-v1.StPLRn8_lBqZ9ILSFKL1bPmiYVonNgZhzyfhG3BrkYY",
-                origin: "https://proxy.example.com"), body: nil)
+                fields: WebSocketHandshake.upgradeFields(
+                    subprotocol: "tproxy-v1.StPLRn8_lBqZ9ILSFKL1bPmiYVonNgZhzyfhG3BrkYY",
+                    origin: "https://proxy.example.com")), body: nil)
         add(
             HTTPRequestHead(
                 method: "POST", target: "/api/v1/up?x=%2F&y=%zz#frag",
@@ -75,7 +76,8 @@ import Testing
     @Test func upgradeLeavesTheFollowingBytes() throws {
         var parser = HTTPRequestParser()
         let request = WebSocketHandshake.upgradeRequest(
-            target: "/api/v1/ws", host: "h", key: "dGhlIHNhbXBsZSBub25jZQ==", subprotocol: "p")
+            target: "/api/v1/ws", host: "h", key: "dGhlIHNhbXBsZSBub25jZQ==",
+            fields: WebSocketHandshake.upgradeFields(subprotocol: "p"))
         let frame = hexBytes("828037fa213d")
         parser.receive(try request.encoded() + frame)
         #expect(try parser.next() == .head(request))

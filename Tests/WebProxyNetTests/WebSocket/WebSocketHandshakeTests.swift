@@ -31,8 +31,8 @@ import Testing
 
     @Test func clientRequestMatchesTheRecording() throws {
         let request = WebSocketHandshake.upgradeRequest(
-            target: "/api/v1/ws", host: "proxy.example.com", key: Self.key, subprotocol: Self.subprotocol,
-            origin: "https://proxy.example.com")
+            target: "/api/v1/ws", host: "proxy.example.com", key: Self.key,
+            fields: WebSocketHandshake.upgradeFields(subprotocol: Self.subprotocol, origin: "https://proxy.example.com"))
         #expect(request == Self.recordedRequest)
         #expect(try request.encoded().suffix(4) == Array("\r\n\r\n".utf8))
     }
