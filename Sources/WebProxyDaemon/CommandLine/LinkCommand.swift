@@ -16,7 +16,7 @@ enum LinkCommand {
           --config FILE          The configuration file (default \(DaemonConfiguration.defaultPath)).
           --relay NAME           Only this relay of the file.
           --qr                   Also draw each link as a QR code, for Telegram on a phone that
-                                 can reach this machine's listen address.
+                                 can reach the listen address (a LAN address, allow-non-loopback).
           --open                 Hand the link to xdg-open: Telegram Desktop offers to add the proxy.
                                  Through sudo, xdg-open runs as the user who called sudo.
           --help                 Show this help.
@@ -62,6 +62,9 @@ enum LinkCommand {
                     return CommandLineTool.ExitCode.failure
                 }
                 text += code.lines(colours: isatty(1) != 0).joined(separator: "\n") + "\n"
+                if relay.listen.isLoopback {
+                    text += "(\(relay.listen) is a loopback address: only Telegram on this machine can use it)\n"
+                }
             }
             text += "\n"
         }

@@ -148,8 +148,7 @@ enum SetupCommand {
             \(LinkCommand.localLink(relay))
 
             \(CommandLineTool.telegramDesktopSteps)
-            Or let webproxyd hand it over: sudo webproxyd link --open (Telegram Desktop),
-            sudo webproxyd link --qr (Telegram on a phone that can reach \(relay.listen)).
+            Or let webproxyd hand it to Telegram Desktop: sudo webproxyd link --open
 
             """)
         return CommandLineTool.ExitCode.success
