@@ -46,6 +46,9 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     private var finished = false
     private var closeTimer: TimerID?
 
+    /// Whether the socket's TLS handshake resumed an earlier session.
+    public var isSessionResumed: Bool { tls.engine.isSessionResumed }
+
     init(tls: TLSConnection, machine: WebSocketConnection, leftover: [UInt8], closeTimeout: Duration) {
         self.tls = tls
         self.machine = machine

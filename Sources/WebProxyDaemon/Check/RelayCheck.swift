@@ -319,7 +319,12 @@ final class RelayCheck: @unchecked Sendable {
             record(.failed(.carrier, elapsed, "\(detail); no round trip on the stream: \(reason ?? "no answer")"))
             return
         }
-        record(.passed(.carrier, roundTrip, "\(detail), a stream round trip completed"))
+        var resumption = ""
+        if let counts = daemon.relaySnapshots()?.first?.counters.tlsConnections {
+            let opened = counts.http + counts.webSocket, resumed = counts.httpResumed + counts.webSocketResumed
+            resumption = "; \(opened) TLS connection\(opened == 1 ? "" : "s"), \(resumed) resumed"
+        }
+        record(.passed(.carrier, roundTrip, "\(detail), a stream round trip completed\(resumption)"))
         stageStart = outcome.firstAnswer ?? .now
         let streamTime = outcome.finished - stageStart
         switch outcome.answer {

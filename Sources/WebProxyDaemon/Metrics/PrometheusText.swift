@@ -65,6 +65,23 @@ enum PrometheusText {
             }
         }
 
+        family(&out, "webproxyd_tls_connections_total", "counter",
+               "TLS connections to the relay with a completed handshake, by use, and whether they resumed a session.")
+        for relay in relays {
+            let name = escape(relay.status.name)
+            let counts = relay.counters.tlsConnections
+            for (use, opened, resumed) in [("http", counts.http, counts.httpResumed),
+                                           ("websocket", counts.webSocket, counts.webSocketResumed)] {
+                out += "webproxyd_tls_connections_total{relay=\"\(name)\",use=\"\(use)\",resumed=\"yes\"} \(resumed)\n"
+                out += "webproxyd_tls_connections_total{relay=\"\(name)\",use=\"\(use)\",resumed=\"no\"} \(opened - resumed)\n"
+            }
+        }
+        family(&out, "webproxyd_requests_per_connection", "gauge",
+               "Answered relay HTTP requests per HTTP connection opened, since the relay started.")
+        for relay in relays {
+            out += "webproxyd_requests_per_connection{relay=\"\(escape(relay.status.name))\"} \(number(relay.counters.requestsPerConnection))\n"
+        }
+
         let histogram = "webproxyd_carrier_request_seconds"
         family(&out, histogram, "histogram", "Time from sending a relay HTTP request to its answer (long polls included).")
         for relay in relays {

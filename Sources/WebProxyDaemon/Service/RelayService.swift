@@ -143,6 +143,9 @@ final class RelayService {
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
+        var counters = counters
+        counters.tlsConnections.http = client.connectionsOpened
+        counters.tlsConnections.httpResumed = client.connectionsResumed
         return RelaySnapshot(status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued)
     }
 
@@ -505,6 +508,8 @@ final class RelayService {
             socket.attempt = nil
             switch result {
             case .success(let endpoint):
+                counters.tlsConnections.webSocket += 1
+                if endpoint.isSessionResumed { counters.tlsConnections.webSocketResumed += 1 }
                 socket.endpoint = endpoint
                 endpoint.delegate = socket
                 handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)))

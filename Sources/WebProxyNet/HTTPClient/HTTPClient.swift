@@ -62,6 +62,8 @@ public final class HTTPClient {
 
     /// How many connections have been opened over the client's life (for tests and stats).
     public private(set) var connectionsOpened = 0
+    /// How many of them resumed an earlier TLS session instead of a full handshake.
+    public private(set) var connectionsResumed = 0
 
     public init(
         endpoint: SecureEndpoint, dialer: SecureDialer, resolver: Resolver, loop: EventLoop,
@@ -202,6 +204,7 @@ public final class HTTPClient {
             switch result {
             case .success(let tls):
                 connectionsOpened += 1
+                if tls.engine.isSessionResumed { connectionsResumed += 1 }
                 let connection = HTTPClientConnection(client: self, tls: tls, limits: configuration.parserLimits)
                 connections[ObjectIdentifier(connection)] = connection
                 becameIdle(connection)

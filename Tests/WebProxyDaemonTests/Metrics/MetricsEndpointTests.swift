@@ -47,6 +47,11 @@ import WebProxyTestSupport
             #expect(lines.contains(expected), "missing: \(expected)")
         }
         #expect(!lines.contains { $0.hasPrefix("webproxyd_errors_total{") })
+        // The bootstrap's connection at least, counted whether or not it resumed.
+        let httpConnections = lines.filter { $0.hasPrefix("webproxyd_tls_connections_total{relay=\"default\",use=\"http\"") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+        #expect(httpConnections.count == 2 && httpConnections.reduce(0, +) >= 1, "\(httpConnections)")
+        #expect(lines.contains { $0.hasPrefix("webproxyd_requests_per_connection{relay=\"default\"} ") })
 
         let missing = try #require(Self.get(port: metricsPort, "GET /other HTTP/1.1\r\n\r\n"))
         #expect(missing.hasPrefix("HTTP/1.1 404 Not Found\r\n"))

@@ -28,6 +28,7 @@ import WebProxyCore
         home.recordRequest(carrier: nil, duration: .milliseconds(300))
         home.recordRequest(carrier: .https, duration: .seconds(25))
         home.recordRequest(carrier: .https, duration: .seconds(31))
+        home.tlsConnections = TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1)
         let work = RelayCounters()
         var queued = QueuedBytes()
         queued.observe(uplink: 300, downlink: 4000, largestStream: 4000)
@@ -94,6 +95,20 @@ import WebProxyCore
                 # TYPE webproxyd_errors_total counter
                 webproxyd_errors_total{relay="home",class="carrier-lost"} 1
                 webproxyd_errors_total{relay="home",class="unreachable"} 2
+                # HELP webproxyd_tls_connections_total TLS connections to the relay with a completed handshake, by use, and whether they resumed a session.
+                # TYPE webproxyd_tls_connections_total counter
+                webproxyd_tls_connections_total{relay="home",use="http",resumed="yes"} 2
+                webproxyd_tls_connections_total{relay="home",use="http",resumed="no"} 1
+                webproxyd_tls_connections_total{relay="home",use="websocket",resumed="yes"} 1
+                webproxyd_tls_connections_total{relay="home",use="websocket",resumed="no"} 0
+                webproxyd_tls_connections_total{relay="work",use="http",resumed="yes"} 0
+                webproxyd_tls_connections_total{relay="work",use="http",resumed="no"} 0
+                webproxyd_tls_connections_total{relay="work",use="websocket",resumed="yes"} 0
+                webproxyd_tls_connections_total{relay="work",use="websocket",resumed="no"} 0
+                # HELP webproxyd_requests_per_connection Answered relay HTTP requests per HTTP connection opened, since the relay started.
+                # TYPE webproxyd_requests_per_connection gauge
+                webproxyd_requests_per_connection{relay="home"} 1.3333333333333333
+                webproxyd_requests_per_connection{relay="work"} 0
                 # HELP webproxyd_carrier_request_seconds Time from sending a relay HTTP request to its answer (long polls included).
                 # TYPE webproxyd_carrier_request_seconds histogram
                 webproxyd_carrier_request_seconds_bucket{relay="home",carrier="bootstrap",le="0.05"} 1
