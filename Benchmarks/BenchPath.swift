@@ -127,6 +127,8 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
     let relayLoop: EventLoop
     let relay: TestRelayServer
     let daemon: Daemon
+    /// The daemon's metrics endpoint, read as an operator would.
+    let metricsPort: UInt16
 
     init(world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits()) throws {
         self.mode = mode
@@ -145,8 +147,11 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         let relayConfiguration = try RelayConfiguration(
             quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
             connectTo: "127.0.0.1:\(relay.port)")
+        metricsPort = unusedLoopbackPort()
         daemon = try Daemon(
-            configuration: DaemonConfiguration(logLevel: .warning, relays: [relayConfiguration]),
+            configuration: DaemonConfiguration(
+                metrics: try ListenAddress(parsing: "127.0.0.1:\(metricsPort)"), logLevel: .warning,
+                relays: [relayConfiguration]),
             configurationPath: nil, environment: [:],
             logger: Self.logger(), drainLimit: .seconds(2))
         try daemon.start()
@@ -160,6 +165,17 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         _ = try? runOnLoop(relayLoop) { relay.stop() }
         relayLoop.stop()
         relayLoop.waitUntilStopped()
+    }
+
+    /// The sum of a metric's samples, read from the daemon's metrics endpoint.
+    func metric(_ name: String) -> Int? {
+        guard let client = BlockingClient(port: metricsPort) else { return nil }
+        defer { client.close() }
+        guard client.send(Array("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)) else { return nil }
+        let text = String(decoding: client.receive(count: 1 << 20), as: UTF8.self)
+        let values = text.split(separator: "\n").filter { $0.hasPrefix(name + "{") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+        return values.isEmpty ? nil : values.reduce(0, +)
     }
 
     /// The daemon's log: discarded, or on stderr at the level named by BENCH_LOG (e.g. debug).

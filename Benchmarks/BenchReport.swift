@@ -27,11 +27,12 @@ struct BenchReport {
         lines.append("Bulk: \(sizes.bulkBytes >> 20) MiB per direction on one stream; concurrent: \(sizes.concurrentBytes >> 20) MiB split across the streams (downloads); ping-pong: \(sizes.pingRounds) round trips of 64 bytes after \(sizes.pingRounds / 10) warm-up rounds.")
         lines.append("Every cell: the figure, then its ratio to the TLS tunnel baseline in parentheses.")
         lines.append("")
-        lines.append("| path | upload MiB/s | download MiB/s | 8 streams MiB/s (per stream min–max) | 64 streams MiB/s (per stream min–max) | RTT p50 µs | p95 µs | p99 µs | CPU-s per GiB (entry thread) |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        let streamColumns = concurrentStreams.map { "\($0) streams MiB/s (per stream min–max)" }.joined(separator: " | ")
+        lines.append("| path | upload MiB/s | download MiB/s | \(streamColumns) | RTT p50 µs | p95 µs | p99 µs | CPU-s per GiB (entry thread) |")
+        lines.append("|---|---|---|" + String(repeating: "---|", count: concurrentStreams.count) + "---|---|---|---|")
         for result in paths {
             var row = "| \(result.name) | \(cell(result.upload, tunnel?.upload)) | \(cell(result.download, tunnel?.download))"
-            for streams in [8, 64] {
+            for streams in concurrentStreams {
                 if let concurrent = result.concurrent[streams] {
                     row += " | \(cell(concurrent.aggregate, tunnel?.concurrent[streams]?.aggregate)) (\(format(concurrent.slowest))–\(format(concurrent.fastest)))"
                 } else {
@@ -45,6 +46,20 @@ struct BenchReport {
         lines.append("")
         lines.append("CPU per GiB: CPU time (user + system) of the path's entry event-loop thread, read from its thread CPU-time clock (the clock `pthread_getcpuclockid` returns, i.e. that thread's `CLOCK_THREAD_CPUTIME_ID`), over the single-stream upload and download, divided by the bytes moved (2 × bulk). For webproxyd that is the daemon's loop thread (`webproxyd`); for the TLS tunnel its entry thread (plaintext in, TLS client out). The relay, the tunnel's TLS front and the backend run on other threads and are not charged.")
         lines.append("")
+        let counted = paths.filter { !$0.tlsConnections.isEmpty }
+        if !counted.isEmpty {
+            lines.append("TLS connections from webproxyd to the relay during each concurrent download: the most open at once (`webproxyd_tls_connections_open`, sampled every 50 ms) / how many were opened (`webproxyd_tls_connections_total`, before and after), read from the daemon's metrics endpoint. The TLS tunnel holds one per stream.")
+            lines.append("")
+            lines.append("| path | " + concurrentStreams.map { "\($0) streams" }.joined(separator: " | ") + " |")
+            lines.append("|---|" + String(repeating: "---|", count: concurrentStreams.count))
+            for result in counted {
+                let cells = concurrentStreams.map { streams in
+                    result.tlsConnections[streams].map { "\($0.peakOpen) / \($0.opened)" } ?? "–"
+                }
+                lines.append("| \(result.name) | " + cells.joined(separator: " | ") + " |")
+            }
+            lines.append("")
+        }
         let recoveries = paths.compactMap { result in result.recoverySeconds.map { (result.name, $0) } }
         if !recoveries.isEmpty {
             lines.append("Relay restart (`TestRelayServer.restart`) until a new local connection carries data again:")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import WebProxyTestSupport
 
 /// How much each scenario moves.
@@ -25,6 +26,9 @@ struct PathResult {
     var upload = Double.nan
     var download = Double.nan
     var concurrent: [Int: ConcurrentResult] = [:]
+    /// webproxyd: TLS connections during each concurrent run, by streams: the most open at
+    /// once, and how many were opened.
+    var tlsConnections: [Int: (peakOpen: Int, opened: Int)] = [:]
     var rtt: (p50: Double, p95: Double, p99: Double) = (.nan, .nan, .nan)
     var cpuPerGiB = Double.nan
     var recoverySeconds: Double?
@@ -33,6 +37,9 @@ struct PathResult {
 }
 
 let mebibyte = Double(1 << 20)
+
+/// The stream counts of the concurrent downloads.
+let concurrentStreams = [8, 16, 64]
 
 /// The scenarios, each run against a path from fresh client threads.
 enum Scenarios {
@@ -154,11 +161,35 @@ enum Scenarios {
             result.cpuPerGiB = cpu / (Double(2 * sizes.bulkBytes) / Double(1 << 30))
             log("  \(path.name): \(format(result.cpuPerGiB)) CPU-s/GiB on thread '\(path.entryThreadName)'")
         }
-        for streams in [8, 64] {
+        for streams in concurrentStreams {
             attempt {
+                let daemon = path as? DaemonPath
+                let before = daemon?.metric("webproxyd_tls_connections_total")
+                // The open connections, sampled every 50 ms while the streams run.
+                let peak = Mutex(0)
+                let running = Atomic(true)
+                let sampler = daemon.map { daemon in
+                    Thread {
+                        while running.load(ordering: .relaxed) {
+                            if let open = daemon.metric("webproxyd_tls_connections_open") {
+                                peak.withLock { $0 = max($0, open) }
+                            }
+                            usleep(50_000)
+                        }
+                    }
+                }
+                sampler?.start()
+                defer { running.store(false, ordering: .relaxed) }
                 let concurrent = try concurrentDownload(path, streams: streams, totalBytes: sizes.concurrentBytes)
+                running.store(false, ordering: .relaxed)
                 result.concurrent[streams] = concurrent
-                log("  \(path.name): \(streams) streams \(format(concurrent.aggregate)) MiB/s (per stream \(format(concurrent.slowest))–\(format(concurrent.fastest)))")
+                var line = "  \(path.name): \(streams) streams \(format(concurrent.aggregate)) MiB/s (per stream \(format(concurrent.slowest))–\(format(concurrent.fastest)))"
+                if let before, let after = daemon?.metric("webproxyd_tls_connections_total") {
+                    let peakOpen = peak.withLock { $0 }
+                    result.tlsConnections[streams] = (peakOpen, after - before)
+                    line += "; TLS connections: at most \(peakOpen) open, \(after - before) opened"
+                }
+                log(line)
             }
         }
         attempt {

@@ -43,15 +43,12 @@ enum CheckCommand {
 
     /// Runs the subcommand on `arguments` (after `check`).
     static func run(_ arguments: [String], output: TextSink, errors: TextSink, environment: [String: String]) -> Int32 {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            output.write(help + "\n")
-            return CommandLineTool.ExitCode.success
-        }
         let values: [String: String]
-        do {
-            values = try CommandLineTool.parseOptions(arguments, allowed: options)
-        } catch {
-            return usage(error.message, errors)
+        switch CommandLineTool.parse(
+            arguments, command: "check", help: help, allowed: options, output: output, errors: errors)
+        {
+        case .run(let parsed): values = parsed
+        case .exit(let status): return status
         }
         var checkOptions = RelayCheck.Options()
         if let dc = values["--dc"] {

@@ -184,6 +184,31 @@ public enum CommandLineTool {
         let message: String
     }
 
+    /// What a subcommand's arguments ask for: a run with these options, or an exit with this
+    /// status (after `--help`, or a usage error printed with the help).
+    enum ParsedArguments {
+        case run([String: String])
+        case exit(Int32)
+    }
+
+    /// Parses a subcommand's arguments: `--help` or `-h` prints `help`; a usage error prints
+    /// `webproxyd COMMAND: message` and `help` to `errors`.
+    static func parse(
+        _ arguments: [String], command: String, help: String, allowed: Set<String>, flags: Set<String> = [],
+        output: TextSink, errors: TextSink
+    ) -> ParsedArguments {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            output.write(help + "\n")
+            return .exit(ExitCode.success)
+        }
+        do {
+            return .run(try parseOptions(arguments, allowed: allowed, flags: flags))
+        } catch {
+            errors.write("webproxyd \(command): \(error.message)\n\n\(help)\n")
+            return .exit(ExitCode.usage)
+        }
+    }
+
     /// `--name VALUE` or `--name=VALUE`, and `--flag` alone for `flags` (its value is ""),
     /// each at most once.
     static func parseOptions(

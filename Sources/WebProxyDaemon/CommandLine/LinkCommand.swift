@@ -26,16 +26,12 @@ enum LinkCommand {
     static let flags: Set<String> = ["--qr", "--open"]
 
     static func run(_ arguments: [String], output: TextSink, errors: TextSink, environment: [String: String]) -> Int32 {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            output.write(help + "\n")
-            return CommandLineTool.ExitCode.success
-        }
         let values: [String: String]
-        do {
-            values = try CommandLineTool.parseOptions(arguments, allowed: options, flags: flags)
-        } catch {
-            errors.write("webproxyd link: \(error.message)\n\n\(help)\n")
-            return CommandLineTool.ExitCode.usage
+        switch CommandLineTool.parse(
+            arguments, command: "link", help: help, allowed: options, flags: flags, output: output, errors: errors)
+        {
+        case .run(let parsed): values = parsed
+        case .exit(let status): return status
         }
         let path = values["--config"] ?? DaemonConfiguration.defaultPath
         guard var relays = CommandLineTool.loadConfiguration(path: path, environment: environment, errors: errors)?.relays else {

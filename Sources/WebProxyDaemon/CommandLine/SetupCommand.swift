@@ -52,10 +52,6 @@ enum SetupCommand {
         _ arguments: [String], output: TextSink, errors: TextSink, environment: [String: String],
         paths: Paths = Paths(), readLink: (TextSink) -> String? = readLinkFromStandardInput
     ) -> Int32 {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            output.write(help + "\n")
-            return CommandLineTool.ExitCode.success
-        }
         var arguments = arguments
         var givenLink: String?
         if let first = arguments.first, first == "-" || !first.hasPrefix("-") {
@@ -63,10 +59,11 @@ enum SetupCommand {
             arguments.removeFirst()
         }
         let values: [String: String]
-        do {
-            values = try CommandLineTool.parseOptions(arguments, allowed: options, flags: flags)
-        } catch {
-            return usage(error.message, errors)
+        switch CommandLineTool.parse(
+            arguments, command: "setup", help: help, allowed: options, flags: flags, output: output, errors: errors)
+        {
+        case .run(let parsed): values = parsed
+        case .exit(let status): return status
         }
         guard let link = givenLink ?? readLink(errors), !link.isEmpty else {
             return usage("no link was given", errors)

@@ -76,6 +76,9 @@ enum PrometheusText {
                 out += "webproxyd_tls_connections_total{relay=\"\(name)\",use=\"\(use)\",resumed=\"no\"} \(opened - resumed)\n"
             }
         }
+        perRelay("webproxyd_tls_connections_open", "gauge", "TLS connections to the relay open now (HTTP, busy or idle, and WebSockets).") {
+            $0.counters.tlsConnections.open
+        }
         family(&out, "webproxyd_requests_per_connection", "gauge",
                "Answered relay HTTP requests per HTTP connection opened, since the relay started.")
         for relay in relays {

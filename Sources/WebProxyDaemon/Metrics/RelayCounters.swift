@@ -47,6 +47,8 @@ struct TLSConnectionCounts: Equatable, Sendable {
     var httpResumed = 0
     var webSocket = 0
     var webSocketResumed = 0
+    /// Open now: the HTTP client's (busy or idle) and the open WebSockets.
+    var open = 0
 }
 
 /// A session failure as remembered for `status`: its class, its (secret-free) message and when.

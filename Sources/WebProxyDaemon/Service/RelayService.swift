@@ -146,6 +146,7 @@ final class RelayService {
         var counters = counters
         counters.tlsConnections.http = client.connectionsOpened
         counters.tlsConnections.httpResumed = client.connectionsResumed
+        counters.tlsConnections.open = client.openConnectionCount + sockets.values.filter { $0.endpoint != nil }.count
         return RelaySnapshot(status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued)
     }
 

@@ -2,7 +2,7 @@ import Testing
 
 @testable import WebProxyDaemon
 
-/// Golden tests of the subcommands: help texts, `link` output, `check-config` diagnostics
+/// Golden tests of the subcommands: help texts, `check-config` diagnostics
 /// and exit statuses (64 usage, 78 configuration).
 @Suite struct CommandLineSubcommandTests {
     private func run(_ arguments: [String]) -> (status: Int32, output: String, errors: String) {
@@ -33,36 +33,6 @@ import Testing
 
                 """))
         for command in ["setup", "run", "check-config", "link"] { #expect(CommandLineTool.usage.contains("  \(command) ")) }
-    }
-
-    @Test func linkPrintsTheLocalProxyLinkAndTelegramSteps() {
-        let path = temporaryFile(
-            named: "link.conf",
-            """
-            [relay home]
-            host = proxy.example.com
-            secret = dd000102030405060708090a0b0c0d0e0f
-            listen = 127.0.0.1:8443
-
-            [relay work]
-            link = tg://webproxy?server=relay.example.org&secret=8561944064fc730cbfa4473562d8ec59
-            listen = 127.0.0.1:9443
-            """)
-        let result = run(["link", "--config", path])
-        #expect(result.status == 0)
-        #expect(
-            result.output == """
-                [relay home]
-                tg://proxy?server=127.0.0.1&port=8443&secret=dd000102030405060708090a0b0c0d0e0f
-
-                [relay work]
-                tg://proxy?server=127.0.0.1&port=9443&secret=8561944064fc730cbfa4473562d8ec59
-
-                In Telegram Desktop, open the link above, or enter it by hand:
-                  Settings → Advanced → Connection type → Use custom proxy → MTProxy,
-                  with the server, port and secret of the link.
-
-                """)
     }
 
     @Test func checkConfigReportsEveryErrorAndExits78() {

@@ -5,8 +5,8 @@ import Testing
 
 @testable import WebProxyDaemon
 
-/// `webproxyd link --qr` and `--open`: the QR code is libqrencode's matrix drawn faithfully,
-/// and --open hands exactly the link, as one argument, to the xdg-open found in PATH.
+/// `webproxyd link`: the local links; with --qr, libqrencode's matrix drawn faithfully; with
+/// --open, exactly the link, as one argument, handed to the xdg-open found in PATH.
 @Suite struct LinkCommandTests {
     static let link = "tg://proxy?server=127.0.0.1&port=8443&secret=dd000102030405060708090a0b0c0d0e0f"
     static let configuration = """
@@ -25,6 +25,24 @@ import Testing
         let status = CommandLineTool.run(
             arguments: ["link"] + arguments, output: output.sink, errors: errors.sink, environment: environment)
         return (status, output.value, errors.value)
+    }
+
+    @Test func linkPrintsTheLocalProxyLinkAndTelegramSteps() {
+        let result = run(["--config", temporaryFile(named: "link.conf", Self.configuration)])
+        #expect(result.status == 0)
+        #expect(
+            result.output == """
+                [relay home]
+                tg://proxy?server=127.0.0.1&port=8443&secret=dd000102030405060708090a0b0c0d0e0f
+
+                [relay work]
+                tg://proxy?server=127.0.0.1&port=9443&secret=8561944064fc730cbfa4473562d8ec59
+
+                In Telegram Desktop, open the link above, or enter it by hand:
+                  Settings → Advanced → Connection type → Use custom proxy → MTProxy,
+                  with the server, port and secret of the link.
+
+                """)
     }
 
     @Test func theDrawnCodeIsLibqrencodesMatrixWithAQuietZone() throws {

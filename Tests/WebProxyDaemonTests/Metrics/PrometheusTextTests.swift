@@ -28,7 +28,7 @@ import WebProxyCore
         home.recordRequest(carrier: nil, duration: .milliseconds(300))
         home.recordRequest(carrier: .https, duration: .seconds(25))
         home.recordRequest(carrier: .https, duration: .seconds(31))
-        home.tlsConnections = TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1)
+        home.tlsConnections = TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1, open: 2)
         let work = RelayCounters()
         var queued = QueuedBytes()
         queued.observe(uplink: 300, downlink: 4000, largestStream: 4000)
@@ -105,6 +105,10 @@ import WebProxyCore
                 webproxyd_tls_connections_total{relay="work",use="http",resumed="no"} 0
                 webproxyd_tls_connections_total{relay="work",use="websocket",resumed="yes"} 0
                 webproxyd_tls_connections_total{relay="work",use="websocket",resumed="no"} 0
+                # HELP webproxyd_tls_connections_open TLS connections to the relay open now (HTTP, busy or idle, and WebSockets).
+                # TYPE webproxyd_tls_connections_open gauge
+                webproxyd_tls_connections_open{relay="home"} 2
+                webproxyd_tls_connections_open{relay="work"} 0
                 # HELP webproxyd_requests_per_connection Answered relay HTTP requests per HTTP connection opened, since the relay started.
                 # TYPE webproxyd_requests_per_connection gauge
                 webproxyd_requests_per_connection{relay="home"} 1.3333333333333333
