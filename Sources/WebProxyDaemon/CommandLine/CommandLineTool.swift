@@ -116,16 +116,10 @@ public enum CommandLineTool {
             errors.write("webproxyd: unknown subcommand \(shown)\n\n" + usage + "\n")
             return ExitCode.usage
         }
-        if rest.contains("--help") || rest.contains("-h") {
-            output.write(command.help + "\n")
-            return ExitCode.success
-        }
         let options: [String: String]
-        do {
-            options = try parseOptions(rest, allowed: command.options)
-        } catch {
-            errors.write("webproxyd \(command.name): \(error.message)\n\n" + command.help + "\n")
-            return ExitCode.usage
+        switch parse(rest, command: command.name, help: command.help, allowed: command.options, output: output, errors: errors) {
+        case .run(let parsed): options = parsed
+        case .exit(let status): return status
         }
         let context = Invocation(
             options: options, output: output, errors: errors, environment: environment, logBackend: logBackend)
