@@ -320,7 +320,7 @@ final class RelayCheck: @unchecked Sendable {
             return
         }
         var resumption = ""
-        if let counts = daemon.relaySnapshots()?.first?.counters.tlsConnections {
+        if let counts = daemon.relaySnapshots()?.first?.tlsConnections {
             let opened = counts.http + counts.webSocket, resumed = counts.httpResumed + counts.webSocketResumed
             resumption = "; \(opened) TLS connection\(opened == 1 ? "" : "s"), \(resumed) resumed"
         }

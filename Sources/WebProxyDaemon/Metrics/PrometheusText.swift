@@ -69,7 +69,7 @@ enum PrometheusText {
                "TLS connections to the relay with a completed handshake, by use, and whether they resumed a session.")
         for relay in relays {
             let name = escape(relay.status.name)
-            let counts = relay.counters.tlsConnections
+            let counts = relay.tlsConnections
             for (use, opened, resumed) in [("http", counts.http, counts.httpResumed),
                                            ("websocket", counts.webSocket, counts.webSocketResumed)] {
                 out += "webproxyd_tls_connections_total{relay=\"\(name)\",use=\"\(use)\",resumed=\"yes\"} \(resumed)\n"
@@ -77,12 +77,12 @@ enum PrometheusText {
             }
         }
         perRelay("webproxyd_tls_connections_open", "gauge", "TLS connections to the relay open now (HTTP, busy or idle, and WebSockets).") {
-            $0.counters.tlsConnections.open
+            $0.tlsConnections.open
         }
         family(&out, "webproxyd_requests_per_connection", "gauge",
                "Answered relay HTTP requests per HTTP connection opened, since the relay started.")
         for relay in relays {
-            out += "webproxyd_requests_per_connection{relay=\"\(escape(relay.status.name))\"} \(number(relay.counters.requestsPerConnection))\n"
+            out += "webproxyd_requests_per_connection{relay=\"\(escape(relay.status.name))\"} \(number(relay.requestsPerConnection))\n"
         }
 
         let histogram = "webproxyd_carrier_request_seconds"

@@ -15,14 +15,6 @@ struct RelayCounters: Equatable, Sendable {
     var localCloses: [String: Int] = [:]
     /// Answered carrier HTTP requests by carrier label (`carrierLabels`).
     private(set) var requestSeconds: [String: LatencyHistogram] = [:]
-    /// TLS connections to the relay with a completed handshake, by use.
-    var tlsConnections = TLSConnectionCounts()
-
-    /// Answered HTTP requests per HTTP connection (0 before the first connection).
-    var requestsPerConnection: Double {
-        let requests = requestSeconds.values.reduce(0) { $0 + $1.count }
-        return tlsConnections.http == 0 ? 0 : Double(requests) / Double(tlsConnections.http)
-    }
 
     /// The carrier labels of `requestSeconds`: the four modes, and `bootstrap` for requests
     /// made while no session is up (bridge page, session creation).
@@ -38,17 +30,6 @@ struct RelayCounters: Equatable, Sendable {
     mutating func recordRequest(carrier: CarrierMode?, duration: Duration) {
         requestSeconds[carrier?.rawValue ?? "bootstrap", default: LatencyHistogram()].observe(duration)
     }
-}
-
-/// TLS connections opened to a relay: for HTTP requests and for WebSockets, and how many of
-/// each resumed an earlier session.
-struct TLSConnectionCounts: Equatable, Sendable {
-    var http = 0
-    var httpResumed = 0
-    var webSocket = 0
-    var webSocketResumed = 0
-    /// Open now: the HTTP client's (busy or idle) and the open WebSockets.
-    var open = 0
 }
 
 /// A session failure as remembered for `status`: its class, its (secret-free) message and when.

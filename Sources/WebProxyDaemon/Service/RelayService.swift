@@ -36,6 +36,10 @@ final class RelayService {
     private var nextConnection: UInt64 = 1
     private var requests: [RequestID: HTTPClientTask] = [:]
     private var sockets: [SocketID: CarrierWebSocket] = [:]
+    /// WebSockets upgraded over the relay's life, and how many of them resumed a TLS session
+    /// (the HTTP client counts its own connections).
+    private var webSocketsOpened = 0
+    private var webSocketsResumed = 0
     /// Cancels each scheduled session timer.
     private var timers: [TimerID: () -> Void] = [:]
 
@@ -143,11 +147,13 @@ final class RelayService {
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
-        var counters = counters
-        counters.tlsConnections.http = client.connectionsOpened
-        counters.tlsConnections.httpResumed = client.connectionsResumed
-        counters.tlsConnections.open = client.openConnectionCount + sockets.values.filter { $0.endpoint != nil }.count
-        return RelaySnapshot(status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued)
+        let tlsConnections = TLSConnectionCounts(
+            http: client.connectionsOpened, httpResumed: client.connectionsResumed, webSocket: webSocketsOpened,
+            webSocketResumed: webSocketsResumed,
+            open: client.openConnectionCount + sockets.values.filter { $0.endpoint != nil }.count)
+        return RelaySnapshot(
+            status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued,
+            tlsConnections: tlsConnections)
     }
 
     /// `state` in the operator's terms: is a session up, being built, or awaited.
@@ -509,8 +515,8 @@ final class RelayService {
             socket.attempt = nil
             switch result {
             case .success(let endpoint):
-                counters.tlsConnections.webSocket += 1
-                if endpoint.isSessionResumed { counters.tlsConnections.webSocketResumed += 1 }
+                webSocketsOpened += 1
+                if endpoint.isSessionResumed { webSocketsResumed += 1 }
                 socket.endpoint = endpoint
                 endpoint.delegate = socket
                 handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)))

@@ -6,14 +6,14 @@ import WebProxyCore
 @Suite struct PrometheusTextTests {
     static func snapshot(
         name: String, state: RelayStatusEntry.State, counters: RelayCounters, frames: FrameCounts = FrameCounts(),
-        queued: QueuedBytes = QueuedBytes()
+        queued: QueuedBytes = QueuedBytes(), tlsConnections: TLSConnectionCounts = TLSConnectionCounts()
     ) -> RelaySnapshot {
         RelaySnapshot(
             status: RelayStatusEntry(
                 name: name, listen: "127.0.0.1:8443", state: state, carrier: state == .up ? "https" : nil, streams: 3,
                 refusedConnections: 2, bytesUp: 100, bytesDown: 2000, sessionsEstablished: counters.sessionsEstablished,
                 reconnects: counters.reconnects, lastError: nil),
-            counters: counters, frames: frames, queued: queued)
+            counters: counters, frames: frames, queued: queued, tlsConnections: tlsConnections)
     }
 
     @Test func exactExposition() {
@@ -28,7 +28,6 @@ import WebProxyCore
         home.recordRequest(carrier: nil, duration: .milliseconds(300))
         home.recordRequest(carrier: .https, duration: .seconds(25))
         home.recordRequest(carrier: .https, duration: .seconds(31))
-        home.tlsConnections = TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1, open: 2)
         let work = RelayCounters()
         var queued = QueuedBytes()
         queued.observe(uplink: 300, downlink: 4000, largestStream: 4000)
@@ -37,7 +36,8 @@ import WebProxyCore
             version: "1.2.3",
             relays: [
                 Self.snapshot(
-                    name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12), queued: queued),
+                    name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12), queued: queued,
+                    tlsConnections: TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1, open: 2)),
                 Self.snapshot(name: "work", state: .down, counters: work),
             ])
         #expect(
