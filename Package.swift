@@ -19,6 +19,9 @@ let package = Package(
             name: "CWebProxyIDN2", pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"])]),
         .systemLibrary(
+            name: "CWebProxyNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
             name: "CWebProxyQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
         // Linux calls Glibc does not export to Swift (epoll, eventfd, timerfd, signalfd, accept4, fork).
@@ -26,8 +29,8 @@ let package = Package(
 
         // Pure protocol core: no sockets, no clocks, no globals.
         .target(name: "WebProxyCore", dependencies: ["CWebProxyOpenSSL", "CWebProxyIDN2"]),
-        // Event loop, sockets, TLS, HTTP/1.1 and WebSocket. Knows nothing of the relay protocol.
-        .target(name: "WebProxyNet", dependencies: ["CWebProxyOpenSSL", "CWebProxyLinux"]),
+        // Event loop, sockets, TLS, HTTP/1.1, HTTP/2 and WebSocket. Knows nothing of the relay protocol.
+        .target(name: "WebProxyNet", dependencies: ["CWebProxyOpenSSL", "CWebProxyNGHTTP2", "CWebProxyLinux"]),
         // Carriers, bootstrap, session supervision, listener, configuration, logging.
         .target(
             name: "WebProxyDaemon",

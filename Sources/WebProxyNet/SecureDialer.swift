@@ -48,10 +48,11 @@ public struct SecureDialer: Sendable {
         self.handshakeSilence = handshakeSilence
     }
 
-    /// Connects to `endpoint`. `completion` runs once on `loop`, never before this returns,
-    /// with a connection whose handshake is done, or the stage that failed.
+    /// Connects to `endpoint`, offering `alpnProtocols` instead of the context's ALPN list
+    /// when given. `completion` runs once on `loop`, never before this returns, with a
+    /// connection whose handshake is done, or the stage that failed.
     public func connect(
-        to endpoint: SecureEndpoint, on loop: EventLoop, resolver: Resolver,
+        to endpoint: SecureEndpoint, on loop: EventLoop, resolver: Resolver, alpnProtocols: [String]? = nil,
         completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) -> SecureDialOperation {
         loop.assertInEventLoop()
@@ -65,7 +66,7 @@ public struct SecureDialer: Sendable {
             case .success(let tcp):
                 do throws(TLSError) {
                     operation.handshake = try TLSConnection.startClient(
-                        over: tcp, context: context, serverName: endpoint.origin.host,
+                        over: tcp, context: context, serverName: endpoint.origin.host, alpnProtocols: alpnProtocols,
                         handshakeTimeout: handshakeTimeout, handshakeSilence: handshakeSilence
                     ) { [operation] result in
                         operation.handshake = nil

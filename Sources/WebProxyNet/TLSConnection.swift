@@ -82,17 +82,18 @@ public final class TLSConnection {
         ciphertextBuffer?.deallocate()
     }
 
-    /// Starts a client handshake on `tcp`, verifying and sending `serverName` as SNI.
+    /// Starts a client handshake on `tcp`, verifying and sending `serverName` as SNI, and
+    /// offering `alpnProtocols` instead of the context's ALPN list when given.
     /// `completion` runs once on the loop, never before this returns: with this connection
     /// once the handshake is done, or the failure (`.tls` with a timeout after
     /// `handshakeTimeout`, or once the path moved nothing for `handshakeSilence`).
     /// `abort()` abandons it (the completion then reports the close).
     public static func startClient(
-        over tcp: TCPConnection, context: TLSContext, serverName: String,
+        over tcp: TCPConnection, context: TLSContext, serverName: String, alpnProtocols: [String]? = nil,
         handshakeTimeout: Duration = .seconds(10), handshakeSilence: Duration? = nil,
         completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) throws(TLSError) -> TLSConnection {
-        let engine = try TLSEngine(clientContext: context, serverName: serverName)
+        let engine = try TLSEngine(clientContext: context, serverName: serverName, alpnProtocols: alpnProtocols)
         let connection = TLSConnection(tcp: tcp, engine: engine)
         connection.start(timeout: handshakeTimeout, silence: handshakeSilence, completion: completion)
         return connection

@@ -326,7 +326,7 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// ALPN names as length-prefixed bytes.
-    private static func alpnWireFormat(_ protocols: [String]) throws(TLSError) -> [UInt8] {
+    static func alpnWireFormat(_ protocols: [String]) throws(TLSError) -> [UInt8] {
         var wire: [UInt8] = []
         for name in protocols {
             let bytes = Array(name.utf8)

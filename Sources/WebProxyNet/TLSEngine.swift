@@ -59,9 +59,10 @@ public final class TLSEngine {
     public static let defaultMaximumPendingCiphertext = 256 * 1024
 
     /// Creates a client engine that verifies `serverName` (DNS name or IP address literal)
-    /// and resumes the context's last session for it when there is one.
+    /// and resumes the context's last session for it when there is one. `alpnProtocols`
+    /// replaces the context's ALPN offer for this connection.
     public convenience init(
-        clientContext: TLSContext, serverName: String,
+        clientContext: TLSContext, serverName: String, alpnProtocols: [String]? = nil,
         maximumPendingCiphertext: Int = TLSEngine.defaultMaximumPendingCiphertext
     ) throws(TLSError) {
         guard clientContext.role == .client else {
@@ -74,6 +75,7 @@ public final class TLSEngine {
         try self.init(
             context: clientContext, serverName: serverName,
             maximumPendingCiphertext: maximumPendingCiphertext)
+        if let alpnProtocols { try offer(alpnProtocols) }
     }
 
     /// Creates a server engine (for the test relay).
@@ -127,6 +129,15 @@ public final class TLSEngine {
 
     deinit {
         SSL_free(ssl)
+    }
+
+    private func offer(_ protocols: [String]) throws(TLSError) {
+        let wire = try TLSContext.alpnWireFormat(protocols)
+        // Like SSL_CTX_set_alpn_protos, 0 is success.
+        let status = wire.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+        guard status == 0 else {
+            throw TLSError(.configuration, "cannot set ALPN protocols", openSSLErrors: TLSError.drainOpenSSLErrors())
+        }
     }
 
     /// Sets hostname (or IP) verification, and SNI for DNS names only (RFC 6066 forbids IPs).

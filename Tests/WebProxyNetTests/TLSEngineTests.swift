@@ -141,11 +141,26 @@ struct TLSEngineTests {
     @Test func alpnIsOmittedWhenTheServerSharesNone() throws {
         let context = try TLSContext(
             client: TLSConfiguration.Client(
-                trust: .caPEM(fixture.authority.certificatePEM), alpnProtocols: ["h2"]))
+                trust: .caPEM(fixture.authority.certificatePEM), alpnProtocols: ["acme-tls/1"]))
         let (client, server) = try pair(clientContext: context)
         try completeHandshake(client: client, server: server)
         #expect(client.negotiatedALPN == nil)
         #expect(server.negotiatedALPN == nil)
+    }
+
+    @Test func aConnectionsOwnALPNOfferReplacesTheContexts() throws {
+        let context = try fixture.clientContext()  // offers http/1.1
+        let serverContext = try fixture.serverContext()  // selects h2 first
+        let plain = try TLSEngine(clientContext: context, serverName: TLSFixture.relayName)
+        let plainServer = try TLSEngine(serverContext: serverContext)
+        try completeHandshake(client: plain, server: plainServer)
+        #expect(plain.negotiatedALPN == "http/1.1")
+        let offering = try TLSEngine(
+            clientContext: context, serverName: TLSFixture.relayName, alpnProtocols: ["h2", "http/1.1"])
+        let offeringServer = try TLSEngine(serverContext: serverContext)
+        try completeHandshake(client: offering, server: offeringServer)
+        #expect(offering.negotiatedALPN == "h2")
+        #expect(offeringServer.negotiatedALPN == "h2")
     }
 
     @Test func secondConnectionOnTheSameContextResumes() throws {

@@ -1,12 +1,15 @@
-/// The HTTP/1.x versions the codecs accept; they only ever write HTTP/1.1.
+/// The HTTP/1.x versions the codecs accept (they only ever write HTTP/1.1), and HTTP/2 for
+/// messages that came over an h2 stream.
 public enum HTTPVersion: Hashable, Sendable {
     case http1_0
     case http1_1
+    case http2
 
     var text: StaticString {
         switch self {
         case .http1_0: "HTTP/1.0"
         case .http1_1: "HTTP/1.1"
+        case .http2: "HTTP/2"
         }
     }
 

@@ -1,10 +1,16 @@
-/// An HTTP/1.1 client for one origin over TLS, on one event loop: a pool of keep-alive
-/// connections (up to `maxConnections`), a bounded wait queue, a deadline per request.
+/// An HTTP client for one origin over TLS, on one event loop: ALPN offers `h2, http/1.1`,
+/// and the server's choice decides how requests travel. Over HTTP/2 every request is a
+/// stream of one connection (a second one opens only when the server's stream limit is
+/// reached or it said GOAWAY). Over HTTP/1.1 a pool of keep-alive connections (up to
+/// `maxConnections`) carries one request each at a time (no pipelining). Both share a
+/// bounded wait queue and a deadline per request.
 ///
-/// One request at a time per connection (no pipelining). A request is never retried: a
+/// A request is never retried, except one an HTTP/2 server refused unprocessed
+/// (REFUSED_STREAM, or past a GOAWAY's last stream), which is sent again unchanged: a
 /// failure says whether any response byte arrived (`HTTPClientError.isNoResponse`). A
-/// cancelled or timed-out request's connection is closed, never reused. All methods and
-/// completions run on the loop thread.
+/// cancelled or timed-out request's HTTP/1.1 connection is closed, never reused; its HTTP/2
+/// stream is reset and the connection pinged. All methods and completions run on the loop
+/// thread.
 public final class HTTPClient {
     /// Pool and request settings.
     public struct Configuration: Sendable {
@@ -22,6 +28,11 @@ public final class HTTPClient {
         /// request: the request dials again beside it, as browsers race a slow connect, so a
         /// dial that went silent in an outage cannot hold the requests after it.
         public var dialPatience: Duration
+        /// Whether ALPN offers `h2` before `http/1.1`.
+        public var offersHTTP2: Bool
+        /// An HTTP/2 connection whose PING (sent after a silence or a timed-out request)
+        /// brings nothing back within this long is closed with its requests.
+        public var pingTimeout: Duration
 
         /// The most connections one client may hold.
         public static let connectionCeiling = 256
@@ -29,7 +40,7 @@ public final class HTTPClient {
         public init(
             maxConnections: Int = 8, maxQueuedRequests: Int = 1024, requestTimeout: Duration = .seconds(90),
             idleTimeout: Duration = .seconds(60), parserLimits: HTTPParserLimits = HTTPParserLimits(),
-            dialPatience: Duration = .seconds(2)
+            dialPatience: Duration = .seconds(2), offersHTTP2: Bool = true, pingTimeout: Duration = .seconds(5)
         ) {
             self.maxConnections = maxConnections
             self.maxQueuedRequests = maxQueuedRequests
@@ -37,6 +48,8 @@ public final class HTTPClient {
             self.idleTimeout = idleTimeout
             self.parserLimits = parserLimits
             self.dialPatience = dialPatience
+            self.offersHTTP2 = offersHTTP2
+            self.pingTimeout = pingTimeout
         }
     }
 
@@ -52,6 +65,16 @@ public final class HTTPClient {
     private var queue: [HTTPClientTask] = []
     private var connections: [ObjectIdentifier: HTTPClientConnection] = [:]
     private var idle: [HTTPClientConnection] = []
+    /// HTTP/2 connections, oldest first; new streams go to the first with room.
+    private var multiplexed: [HTTP2ClientConnection] = []
+    /// Whether the server is taken to speak h2: then one connection serves everything and
+    /// a dial is made only when none has room. Assumed while h2 is offered and no dial has
+    /// told yet, so a first burst of requests waits for one connection, as in Chromium;
+    /// each new connection's ALPN then decides.
+    private var expectsHTTP2: Bool
+    /// `dispatch` is running; a nested call only asks it to go round again.
+    private var isDispatching = false
+    private var needsDispatch = false
     private var dials: [Int: Dial] = [:]
     private var nextDialID = 0
     private var isShutDown = false
@@ -62,6 +85,10 @@ public final class HTTPClient {
 
     /// How many connections have been opened over the client's life (for tests and stats).
     public private(set) var connectionsOpened = 0
+    /// How many of them negotiated HTTP/2.
+    public private(set) var connectionsOpenedHTTP2 = 0
+    /// Requests an HTTP/2 server refused unprocessed and that were sent again.
+    public private(set) var requestsResent = 0
     /// How many of them resumed an earlier TLS session instead of a full handshake.
     public private(set) var connectionsResumed = 0
 
@@ -77,12 +104,13 @@ public final class HTTPClient {
         self.resolver = resolver
         self.loop = loop
         self.configuration = configuration
+        expectsHTTP2 = configuration.offersHTTP2
     }
 
     /// Connections open now (busy or idle), not counting dials in progress.
-    public var openConnectionCount: Int { connections.count }
-    /// Idle keep-alive connections.
-    public var idleConnectionCount: Int { idle.count }
+    public var openConnectionCount: Int { connections.count + multiplexed.count }
+    /// Connections carrying no request: idle keep-alive ones and HTTP/2 ones without streams.
+    public var idleConnectionCount: Int { idle.count + multiplexed.count { $0.streamCount == 0 } }
     /// Requests waiting for a connection.
     public var queuedRequestCount: Int { queue.count }
 
@@ -102,7 +130,7 @@ public final class HTTPClient {
             refusal = HTTPClientError(.queueFull, "\(queue.count) requests already wait for a connection")
         } else {
             do throws(HTTPError) {
-                task.encoded = try Self.encode(request, hostHeader: endpoint.hostHeader)
+                task.encodedHead = try Self.encodeHead(request, hostHeader: endpoint.hostHeader)
                 refusal = nil
             } catch {
                 refusal = HTTPClientError(.invalidRequest, "the request cannot be serialized", http: error)
@@ -143,20 +171,28 @@ public final class HTTPClient {
         }
         connections.removeAll()
         idle.removeAll()
+        let streaming = multiplexed
+        multiplexed.removeAll()
+        for connection in streaming { connection.abandon(failing: error) }
     }
 
     /// Closes every idle keep-alive connection. After a network fault they may be dead without
     /// knowing it (a lost NAT entry sends no FIN), and a request sent on one would wait out its
     /// whole deadline; the next request dials afresh.
+    /// An HTTP/2 connection carrying requests is pinged instead: it is kept if it answers.
     public func closeIdleConnections() {
         loop.assertInEventLoop()
         let stale = idle
         idle.removeAll()
         for connection in stale { connection.abandon() }
+        for connection in multiplexed {
+            if connection.streamCount == 0 { connection.close() } else { connection.probe() }
+        }
     }
 
-    /// The request head and body as one buffer; `Host` goes first when the caller set none.
-    static func encode(_ request: HTTPClientRequest, hostHeader: String) throws(HTTPError) -> [UInt8] {
+    /// The HTTP/1.1 request head; `Host` goes first when the caller set none. Also checks,
+    /// for either protocol, that the request can be sent at all.
+    static func encodeHead(_ request: HTTPClientRequest, hostHeader: String) throws(HTTPError) -> [UInt8] {
         var headers = request.headers
         if !headers.contains("Host") {
             headers = HTTPHeaders([HTTPField(name: "Host", value: hostHeader)] + headers.fields)
@@ -164,22 +200,32 @@ public final class HTTPClient {
         try headers.validateForSerialization()
         let head = HTTPRequestHead(method: request.method, target: request.target, headers: headers)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (request.body?.count ?? 0))
+        bytes.reserveCapacity(256)
         try head.encode(into: &bytes, bodyLength: request.body?.count)
-        if let body = request.body { bytes.append(contentsOf: body) }
         return bytes
     }
 
     // MARK: pool
 
-    /// Hands queued requests to idle connections and dials for the rest, within the cap.
+    /// Hands queued requests to HTTP/2 connections with room, then to idle HTTP/1.1 ones,
+    /// and dials for the rest within the cap (over HTTP/2, one dial at a time).
     private func dispatch() {
-        while !queue.isEmpty, let connection = idle.popLast() {
-            connection.start(queue.removeFirst())
+        needsDispatch = true
+        guard !isDispatching else { return }
+        isDispatching = true
+        defer { isDispatching = false }
+        while needsDispatch {
+            needsDispatch = false
+            for connection in multiplexed {
+                while !queue.isEmpty && connection.hasCapacity { connection.start(queue.removeFirst()) }
+            }
+            while !queue.isEmpty, let connection = idle.popLast() {
+                connection.start(queue.removeFirst())
+            }
+            let wanted = (expectsHTTP2 ? min(queue.count, 1) : queue.count) - patientDialCount
+            let room = configuration.maxConnections - openConnectionCount - dials.count
+            for _ in 0..<max(0, min(wanted, room)) { startDial() }
         }
-        let wanted = queue.count - patientDialCount
-        let room = configuration.maxConnections - connections.count - dials.count
-        for _ in 0..<max(0, min(wanted, room)) { startDial() }
     }
 
     /// Dials in progress that have not yet taken `dialPatience`.
@@ -199,15 +245,33 @@ public final class HTTPClient {
     private func startDial() {
         let id = nextDialID
         nextDialID += 1
-        let operation = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [self] result in
+        let alpn = configuration.offersHTTP2 ? ["h2", "http/1.1"] : ["http/1.1"]
+        let operation = dialer.connect(to: endpoint, on: loop, resolver: resolver, alpnProtocols: alpn) {
+            [self] result in
             if let patienceTimer = dials.removeValue(forKey: id)?.patienceTimer { loop.cancelTimer(patienceTimer) }
             switch result {
             case .success(let tls):
                 connectionsOpened += 1
                 if tls.engine.isSessionResumed { connectionsResumed += 1 }
-                let connection = HTTPClientConnection(client: self, tls: tls, limits: configuration.parserLimits)
-                connections[ObjectIdentifier(connection)] = connection
-                becameIdle(connection)
+                expectsHTTP2 = tls.engine.negotiatedALPN == "h2"
+                guard expectsHTTP2 else {
+                    let connection = HTTPClientConnection(client: self, tls: tls, limits: configuration.parserLimits)
+                    connections[ObjectIdentifier(connection)] = connection
+                    becameIdle(connection)
+                    dispatch()  // the requests that waited to learn the protocol dial now
+                    return
+                }
+                connectionsOpenedHTTP2 += 1
+                do throws(HTTP2Error) {
+                    multiplexed.append(
+                        try HTTP2ClientConnection(
+                            client: self, tls: tls, authority: endpoint.hostHeader,
+                            defaultMaxBodyBytes: configuration.parserLimits.maxBodyBytes,
+                            pingTimeout: configuration.pingTimeout))
+                } catch {
+                    tls.abort()
+                }
+                dispatch()
             case .failure(let error):
                 // A failed dial fails the oldest waiting request unless a dial within its
                 // patience still serves it: a dead relay cannot leave requests waiting for
@@ -247,6 +311,43 @@ public final class HTTPClient {
         dispatch()
     }
 
+    // MARK: HTTP/2 connection events
+
+    /// `connection` has no stream left: it waits for the next request, or closes after
+    /// `idleTimeout`.
+    func becameIdle(_ connection: HTTP2ClientConnection) {
+        guard !isShutDown else {
+            connection.close()
+            return
+        }
+        connection.startIdleTimer(configuration.idleTimeout)
+        dispatch()
+    }
+
+    /// A request the server never processed goes back to the front of the queue, as sent.
+    func requeue(_ task: HTTPClientTask) {
+        task.carrier = nil
+        guard !task.isFinished else { return }
+        requestsResent += 1
+        queue.insert(task, at: 0)
+        dispatch()
+    }
+
+    /// The server said GOAWAY: new requests need another connection.
+    func connectionWentAway(_ connection: HTTP2ClientConnection) {
+        dispatch()
+    }
+
+    /// The server's SETTINGS may allow more streams.
+    func streamsBecameAvailable() {
+        dispatch()
+    }
+
+    func connectionClosed(_ connection: HTTP2ClientConnection) {
+        multiplexed.removeAll { $0 === connection }
+        dispatch()
+    }
+
     // MARK: task events
 
     private func timedOut(_ task: HTTPClientTask, after timeout: Duration) {
@@ -255,8 +356,8 @@ public final class HTTPClient {
             task.complete(.failure(HTTPClientError(.timedOut, "no connection became free within \(timeout)")))
             return
         }
-        let sawBytes = task.connection?.sawResponseBytes ?? false
-        task.connection?.abandon()
+        let sawBytes = task.carrier?.sawResponseBytes(of: task) ?? false
+        task.carrier?.drop(task)
         // A silent connection says the path may be gone: the idle ones share it, so none is
         // trusted for the next request.
         closeIdleConnections()
@@ -282,9 +383,17 @@ public final class HTTPClient {
             queue.remove(at: index)
             return
         }
-        task.connection?.abandon()
+        task.carrier?.drop(task)
         dispatch()
     }
+}
+
+/// What carries a sent request: an HTTP/1.1 connection, or an HTTP/2 connection's stream.
+protocol HTTPRequestCarrier: AnyObject {
+    /// Whether any byte of `task`'s response arrived.
+    func sawResponseBytes(of task: HTTPClientTask) -> Bool
+    /// Stops carrying `task` without completing it (cancelled or past its deadline).
+    func drop(_ task: HTTPClientTask)
 }
 
 /// A submitted request; `cancel()` abandons it (closing its connection if it was sent).
@@ -292,10 +401,11 @@ public final class HTTPClientTask {
     private weak var client: HTTPClient?
     let request: HTTPClientRequest
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
-    var encoded: [UInt8] = []
+    /// The HTTP/1.1 request head (the body follows it from `request`).
+    var encodedHead: [UInt8] = []
     var deadline: TimerID?
-    /// The connection carrying the request, once it has one.
-    var connection: HTTPClientConnection?
+    /// What carries the request, once it was sent.
+    var carrier: (any HTTPRequestCarrier)?
 
     init(
         client: HTTPClient, request: HTTPClientRequest,
@@ -317,7 +427,7 @@ public final class HTTPClientTask {
         if let deadline, let client { client.loop.cancelTimer(deadline) }
         deadline = nil
         client?.cancelled(self)
-        connection = nil
+        carrier = nil
     }
 
     func complete(_ result: Result<HTTPClientResponse, HTTPClientError>) {
@@ -325,7 +435,7 @@ public final class HTTPClientTask {
         self.completion = nil
         if let deadline, let client { client.loop.cancelTimer(deadline) }
         deadline = nil
-        connection = nil
+        carrier = nil
         // Never before `execute` returned: a caller that files the task only then would
         // take a completion inside `execute` for a stale one and drop it, and the request
         // would be lost for good (no answer, no deadline).

@@ -1,6 +1,6 @@
 /// One pooled keep-alive connection of an `HTTPClient`: sends one request at a time and
 /// parses its response with `HTTPResponseParser`.
-final class HTTPClientConnection: TLSConnectionDelegate {
+final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
     private weak var client: HTTPClient?
     private let tls: TLSConnection
     private var parser: HTTPResponseParser
@@ -31,12 +31,12 @@ final class HTTPClientConnection: TLSConnectionDelegate {
     func start(_ task: HTTPClientTask) {
         cancelIdleTimer()
         current = task
-        task.connection = self
+        task.carrier = self
         sawResponseBytes = false
         head = nil
         body = []
         parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
-        outgoing = task.encoded
+        outgoing = task.encodedHead + (task.request.body ?? [])
         outgoingOffset = 0
         if let bound = task.request.silenceTimeout {
             silenceWatch = PathSilenceWatch(loop: tls.loop, bound: bound, progress: { [tls] in tls.pathProgress }) {
@@ -61,6 +61,11 @@ final class HTTPClientConnection: TLSConnectionDelegate {
             tls.close()
         }
     }
+
+    func sawResponseBytes(of task: HTTPClientTask) -> Bool { sawResponseBytes }
+
+    /// Closes the connection: the request's bytes may still be on their way either way.
+    func drop(_ task: HTTPClientTask) { abandon() }
 
     /// Drops the current request without completing it and resets the connection.
     func abandon() {

@@ -1,7 +1,22 @@
+/// Where a response goes: an HTTP/1.1 connection, or one stream of an HTTP/2 connection.
+protocol HTTPResponseSink: AnyObject {
+    var isOpen: Bool { get }
+    /// Sends a checked head and its body; false if the head cannot be sent.
+    func send(_ head: HTTPResponseHead, body: [UInt8]?, keepAlive: Bool) -> Bool
+    /// Sends bytes as they are (HTTP/1.1), or resets the stream (HTTP/2).
+    func sendRaw(_ bytes: [UInt8], keepAlive: Bool)
+    /// Sends the 101 and hands the connection to a WebSocket endpoint (HTTP/1.1 only).
+    func upgrade(sending head: HTTPResponseHead, maxMessageBytes: Int, closeTimeout: Duration) -> WebSocketEndpoint?
+    /// Resets the connection (HTTP/1.1) or the stream (HTTP/2) without answering.
+    func abort()
+    /// Closes the connection (HTTP/1.1) or cancels the stream (HTTP/2) without answering.
+    func drop()
+}
+
 /// Answers one `HTTPServer` request, at once or later (a parked long poll): exactly one of
 /// `respond`, `upgradeToWebSocket`, `abortConnection` or `dropConnection` takes effect.
 public final class HTTPResponder {
-    private weak var connection: HTTPServerConnection?
+    private weak var connection: (any HTTPResponseSink)?
     private let requestKeepAlive: Bool
     private let webSocketKey: String?
     private var answered = false
@@ -10,7 +25,7 @@ public final class HTTPResponder {
     /// response was still being written), so a parked request can be dropped.
     public var onConnectionClosed: (() -> Void)?
 
-    init(connection: HTTPServerConnection, requestKeepAlive: Bool, webSocketKey: String?) {
+    init(connection: any HTTPResponseSink, requestKeepAlive: Bool, webSocketKey: String?) {
         self.connection = connection
         self.requestKeepAlive = requestKeepAlive
         self.webSocketKey = webSocketKey
@@ -25,17 +40,12 @@ public final class HTTPResponder {
     @discardableResult
     public func respond(_ head: HTTPResponseHead, body: [UInt8]? = nil) -> Bool {
         guard canRespond, let connection else { return false }
-        var bytes: [UInt8] = []
-        do throws(HTTPError) {
-            try head.headers.validateForSerialization()
-            try head.encode(into: &bytes, bodyLength: head.statusForbidsBody ? nil : (body ?? []).count)
-        } catch {
+        guard (try? head.headers.validateForSerialization()) != nil else { return false }
+        let keepAlive = requestKeepAlive && !head.headers.contains("Connection", token: "close")
+        guard connection.send(head, body: head.statusForbidsBody ? nil : (body ?? []), keepAlive: keepAlive) else {
             return false
         }
-        if !head.statusForbidsBody, let body { bytes.append(contentsOf: body) }
         answered = true
-        let keepAlive = requestKeepAlive && !head.headers.contains("Connection", token: "close")
-        connection.sendResponse(bytes, keepAlive: keepAlive)
         return true
     }
 
@@ -45,7 +55,7 @@ public final class HTTPResponder {
     public func respond(rawBytes bytes: [UInt8], keepAlive: Bool) -> Bool {
         guard canRespond, let connection else { return false }
         answered = true
-        connection.sendResponse(bytes, keepAlive: keepAlive && requestKeepAlive)
+        connection.sendRaw(bytes, keepAlive: keepAlive && requestKeepAlive)
         return true
     }
 
@@ -56,17 +66,10 @@ public final class HTTPResponder {
         response101: HTTPResponseHead, maxMessageBytes: Int = 4 << 20, closeTimeout: Duration = .seconds(5)
     ) -> WebSocketEndpoint? {
         guard canRespond, let connection, webSocketKey != nil, response101.status == 101 else { return nil }
-        var bytes: [UInt8] = []
-        do throws(HTTPError) {
-            try response101.headers.validateForSerialization()
-            try response101.encode(into: &bytes, bodyLength: nil)
-        } catch {
-            return nil
-        }
+        guard (try? response101.headers.validateForSerialization()) != nil else { return nil }
         answered = true
         onConnectionClosed = nil
-        return connection.upgrade(
-            sending: bytes, maxMessageBytes: maxMessageBytes, closeTimeout: closeTimeout)
+        return connection.upgrade(sending: response101, maxMessageBytes: maxMessageBytes, closeTimeout: closeTimeout)
     }
 
     /// Resets the connection (RST) without answering: a fault for tests.

@@ -14,10 +14,12 @@ public struct HTTPServerRequest: Sendable {
     public var serverName: String?
 }
 
-/// An HTTPS/1.1 server on a `TCPListener` (for the test relay and tests): TLS with a server
-/// context, requests parsed by `HTTPRequestParser`, keep-alive, and WebSocket upgrades.
+/// An HTTPS server on a `TCPListener` (for the test relay and tests): TLS with a server
+/// context, then HTTP/2 when the client chose `h2` by ALPN (streams answered in any order,
+/// no WebSocket), else HTTP/1.1: requests parsed by `HTTPRequestParser`, keep-alive, and
+/// WebSocket upgrades. The context's ALPN list decides what is offered.
 ///
-/// One request at a time per connection (no pipelining): after a request the connection
+/// Over HTTP/1.1, one request at a time per connection (no pipelining): after a request the connection
 /// waits for its response before it parses the next one. It keeps reading meanwhile, so a
 /// client that goes away while a long poll is parked is noticed (`onConnectionClosed`), and
 /// it stops reading if the client sends more than `maxBytesWhileBusy` ahead.
@@ -32,6 +34,8 @@ public final class HTTPServer {
         public var idleTimeout: Duration
         /// Bytes read ahead of the next request while one is in progress, before pausing.
         public var maxBytesWhileBusy: Int
+        /// What an HTTP/2 connection announces.
+        var http2Settings = HTTP2Session.LocalSettings.front
 
         public init(
             parserLimits: HTTPParserLimits = HTTPParserLimits(), handshakeTimeout: Duration = .seconds(10),
@@ -55,9 +59,12 @@ public final class HTTPServer {
     private let handler: Handler
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
+    private var multiplexed: [ObjectIdentifier: HTTP2ServerConnection] = [:]
     private var handshaking: [ObjectIdentifier: TLSConnection] = [:]
     private var nextConnectionNumber = 1
 
+    /// How many connections finished their TLS handshake.
+    public private(set) var connectionsAccepted = 0
     /// How many TLS handshakes failed (for tests of certificates and faults).
     public private(set) var failedHandshakes = 0
 
@@ -86,7 +93,14 @@ public final class HTTPServer {
     public var localAddress: SocketAddress? { listener?.localAddress }
 
     /// Connections past the TLS handshake and still open.
-    public var openConnectionCount: Int { connections.count }
+    public var openConnectionCount: Int { connections.count + multiplexed.count }
+
+    /// Sends GOAWAY on every HTTP/2 connection: their clients finish the streams already
+    /// open and move the rest to new connections, as when a front restarts gracefully.
+    public func goAwayHTTP2Connections() {
+        loop.assertInEventLoop()
+        for connection in multiplexed.values { connection.goAway() }
+    }
 
     /// Stops listening and resets every connection.
     public func close() {
@@ -97,6 +111,8 @@ public final class HTTPServer {
         handshaking.removeAll()
         for connection in connections.values { connection.abort() }
         connections.removeAll()
+        for connection in multiplexed.values { connection.abort() }
+        multiplexed.removeAll()
     }
 
     private func accepted(_ tcp: TCPConnection) {
@@ -109,7 +125,16 @@ public final class HTTPServer {
             ) { [weak self] result in
                 guard let self else { return }
                 if let id { handshaking[id] = nil }
+                if case .success = result { connectionsAccepted += 1 }
                 switch result {
+                case .success(let tls) where tls.engine.negotiatedALPN == "h2":
+                    do throws(HTTP2Error) {
+                        let connection = try HTTP2ServerConnection(
+                            server: self, tls: tls, number: number, settings: configuration.http2Settings)
+                        multiplexed[ObjectIdentifier(connection)] = connection
+                    } catch {
+                        tls.abort()
+                    }
                 case .success(let tls):
                     let connection = HTTPServerConnection(server: self, tls: tls, number: number)
                     connections[ObjectIdentifier(connection)] = connection
@@ -131,5 +156,9 @@ public final class HTTPServer {
 
     func connectionClosed(_ connection: HTTPServerConnection) {
         connections[ObjectIdentifier(connection)] = nil
+    }
+
+    func connectionClosed(_ connection: HTTP2ServerConnection) {
+        multiplexed[ObjectIdentifier(connection)] = nil
     }
 }

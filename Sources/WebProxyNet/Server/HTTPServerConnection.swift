@@ -1,6 +1,6 @@
 /// One accepted HTTPS connection of an `HTTPServer`: parses requests one at a time and
 /// hands each to the server's handler with a responder.
-final class HTTPServerConnection: TLSConnectionDelegate {
+final class HTTPServerConnection: TLSConnectionDelegate, HTTPResponseSink {
     private weak var server: HTTPServer?
     private let tls: TLSConnection
     private let number: Int
@@ -90,9 +90,17 @@ final class HTTPServerConnection: TLSConnectionDelegate {
         tls.close()
     }
 
+    func send(_ head: HTTPResponseHead, body: [UInt8]?, keepAlive: Bool) -> Bool {
+        var bytes: [UInt8] = []
+        guard (try? head.encode(into: &bytes, bodyLength: body?.count)) != nil else { return false }
+        if let body { bytes.append(contentsOf: body) }
+        sendRaw(bytes, keepAlive: keepAlive)
+        return true
+    }
+
     /// Writes a response in pieces as TLS accepts them (a body may exceed the write queue
     /// limit), then reads the next request or closes.
-    func sendResponse(_ bytes: [UInt8], keepAlive: Bool) {
+    func sendRaw(_ bytes: [UInt8], keepAlive: Bool) {
         responder = nil
         outgoing = bytes
         outgoingOffset = 0
@@ -126,10 +134,10 @@ final class HTTPServerConnection: TLSConnectionDelegate {
         processRequests()
     }
 
-    func upgrade(sending bytes: [UInt8], maxMessageBytes: Int, closeTimeout: Duration) -> WebSocketEndpoint? {
+    func upgrade(sending head: HTTPResponseHead, maxMessageBytes: Int, closeTimeout: Duration) -> WebSocketEndpoint? {
         responder = nil
         cancelIdleTimer()
-        guard (try? tls.write(bytes)) != nil else {
+        guard let bytes = try? head.encoded(body: nil), (try? tls.write(bytes)) != nil else {
             tls.abort()
             return nil
         }

@@ -30,16 +30,24 @@ public final class TestCertificateAuthority {
         /// Base64 SHA-256 of the leaf's SubjectPublicKeyInfo (a `pin-sha256` value).
         public let spkiPin: String
 
-        /// Server settings that present this certificate.
+        /// Server settings that present this certificate and select `h2` when offered, as
+        /// fronts do; with `WEBPROXY_TEST_HTTP=1.1` in the environment, HTTP/1.1 only, so
+        /// the same tests, demo and benchmarks run over either.
         public var serverConfiguration: TLSConfiguration.Server {
             TLSConfiguration.Server(
-                certificateChainPEM: certificatePEM, privateKeyPEM: privateKeyPEM)
+                certificateChainPEM: certificatePEM, privateKeyPEM: privateKeyPEM,
+                alpnProtocols: TestCertificateAuthority.testServerALPN)
         }
 
         // Even a test key stays out of logs and failure messages.
         public var description: String {
             "IssuedCertificate(pin: \(spkiPin), privateKey: <redacted>)"
         }
+    }
+
+    /// The ALPN list of test servers: `h2, http/1.1`, or `http/1.1` when forced.
+    public static var testServerALPN: [String] {
+        getenv("WEBPROXY_TEST_HTTP").map { String(cString: $0) } == "1.1" ? ["http/1.1"] : ["h2", "http/1.1"]
     }
 
     /// The authority's commonName.

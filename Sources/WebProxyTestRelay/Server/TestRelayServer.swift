@@ -140,6 +140,10 @@ public final class TestRelayServer: @unchecked Sendable {
 
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
+    /// TLS connections clients have opened to the relay so far.
+    public var connectionsAccepted: Int { http?.connectionsAccepted ?? 0 }
+    /// Says GOAWAY on every HTTP/2 connection, as a front restarting gracefully does.
+    public func goAwayHTTP2Connections() { http?.goAwayHTTP2Connections() }
 
     /// Every session's state in counts (loop thread).
     public var stateSummary: String { engine.stateSummary }

@@ -25,8 +25,13 @@ import WebProxyTestRelay
             #expect(intact, "stream \(index) over \(mode): the echo differs")
         }
         // One relay session carries every local connection (never a session per connection).
-        let sessions = try await rig.harness.withRelay { $0.sessionCount }
+        let (sessions, connections) = try await rig.harness.withRelay { ($0.sessionCount, $0.connectionsAccepted) }
         #expect(sessions == 1)
+        // Over h2 the https carriers need one TLS connection for everything: bridge page,
+        // session, every /up and /down. WebSockets add theirs (HTTP/1.1 upgrades).
+        if TestCertificateAuthority.testServerALPN.first == "h2", mode == .https || mode == .httpsLanes {
+            #expect(connections == 1, "\(mode) opened \(connections) TLS connections")
+        }
         for client in clients { client.close() }
 
         await rig.stop()

@@ -2,16 +2,22 @@ import Testing
 
 @testable import WebProxyNet
 
-/// TLS contexts for client tests: a server presenting a leaf for `TLSFixture.relayName`, a
-/// client trusting its authority, and a client trusting another authority only.
+/// TLS contexts for client tests: a server presenting a leaf for `TLSFixture.relayName`
+/// that selects HTTP/1.1 (`server`) or h2 (`http2Server`), a client trusting its authority,
+/// and a client trusting another authority only.
 struct ClientTLS: Sendable {
     let server: TLSContext
+    let http2Server: TLSContext
     let client: TLSContext
     let untrustingClient: TLSContext
 
     init() throws {
         let fixture = try TLSFixture()
-        server = try fixture.serverContext()
+        var configuration = fixture.leaf.serverConfiguration
+        configuration.alpnProtocols = ["http/1.1"]
+        server = try TLSContext(server: configuration)
+        configuration.alpnProtocols = ["h2", "http/1.1"]
+        http2Server = try TLSContext(server: configuration)
         client = try fixture.clientContext()
         untrustingClient = try TLSContext(
             client: TLSConfiguration.Client(trust: .caPEM(fixture.otherAuthority.certificatePEM)))
