@@ -154,7 +154,9 @@ final class RelayCheck: @unchecked Sendable {
         }
         do {
             handshake = try TLSConnection.startClient(
-                over: tcp, context: context, serverName: endpoint.origin.host, handshakeTimeout: options.stageTimeout
+                over: tcp, context: context, serverName: endpoint.origin.host,
+                // What the HTTP client offers, so the report shows what the https carriers get.
+                alpnProtocols: HTTPClient.Configuration().alpnProtocols, handshakeTimeout: options.stageTimeout
             ) { [self] result in
                 handshake = nil
                 switch result {
@@ -322,7 +324,8 @@ final class RelayCheck: @unchecked Sendable {
         var resumption = ""
         if let counts = daemon.relaySnapshots()?.first?.tlsConnections {
             let opened = counts.http + counts.webSocket, resumed = counts.httpResumed + counts.webSocketResumed
-            resumption = "; \(opened) TLS connection\(opened == 1 ? "" : "s"), \(resumed) resumed"
+            let http = counts.http2 > 0 ? "h2" : "HTTP/1.1"
+            resumption = "; \(opened) TLS connection\(opened == 1 ? "" : "s"), \(resumed) resumed, requests over \(http)"
         }
         record(.passed(.carrier, roundTrip, "\(detail), a stream round trip completed\(resumption)"))
         stageStart = outcome.firstAnswer ?? .now

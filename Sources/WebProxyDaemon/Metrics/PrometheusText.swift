@@ -76,6 +76,9 @@ enum PrometheusText {
                 out += "webproxyd_tls_connections_total{relay=\"\(name)\",use=\"\(use)\",resumed=\"no\"} \(opened - resumed)\n"
             }
         }
+        perRelay("webproxyd_http2_connections_total", "counter", "HTTP connections to the relay that negotiated h2 (of use=\"http\").") {
+            $0.tlsConnections.http2
+        }
         perRelay("webproxyd_tls_connections_open", "gauge", "TLS connections to the relay open now (HTTP, busy or idle, and WebSockets).") {
             $0.tlsConnections.open
         }

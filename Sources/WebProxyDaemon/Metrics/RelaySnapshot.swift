@@ -22,6 +22,8 @@ struct RelaySnapshot: Equatable, Sendable {
 struct TLSConnectionCounts: Equatable, Sendable {
     var http = 0
     var httpResumed = 0
+    /// HTTP connections that negotiated h2.
+    var http2 = 0
     var webSocket = 0
     var webSocketResumed = 0
     /// Open now: the HTTP client's (busy or idle) and the open WebSockets.

@@ -148,7 +148,8 @@ final class RelayService {
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
         let tlsConnections = TLSConnectionCounts(
-            http: client.connectionsOpened, httpResumed: client.connectionsResumed, webSocket: webSocketsOpened,
+            http: client.connectionsOpened, httpResumed: client.connectionsResumed,
+            http2: client.connectionsOpenedHTTP2, webSocket: webSocketsOpened,
             webSocketResumed: webSocketsResumed,
             open: client.openConnectionCount + sockets.values.filter { $0.endpoint != nil }.count)
         return RelaySnapshot(

@@ -30,6 +30,8 @@ public final class HTTPClient {
         public var dialPatience: Duration
         /// Whether ALPN offers `h2` before `http/1.1`.
         public var offersHTTP2: Bool
+        /// What ALPN offers, most preferred first.
+        public var alpnProtocols: [String] { offersHTTP2 ? ["h2", "http/1.1"] : ["http/1.1"] }
         /// An HTTP/2 connection whose PING (sent after a silence or a timed-out request)
         /// brings nothing back within this long is closed with its requests.
         public var pingTimeout: Duration
@@ -245,8 +247,9 @@ public final class HTTPClient {
     private func startDial() {
         let id = nextDialID
         nextDialID += 1
-        let alpn = configuration.offersHTTP2 ? ["h2", "http/1.1"] : ["http/1.1"]
-        let operation = dialer.connect(to: endpoint, on: loop, resolver: resolver, alpnProtocols: alpn) {
+        let operation = dialer.connect(
+            to: endpoint, on: loop, resolver: resolver, alpnProtocols: configuration.alpnProtocols
+        ) {
             [self] result in
             if let patienceTimer = dials.removeValue(forKey: id)?.patienceTimer { loop.cancelTimer(patienceTimer) }
             switch result {

@@ -111,7 +111,7 @@ final class CapturedText: Sendable {
         #expect(Self.stageLine(result.output, .resolve)?.contains("127.0.0.1") == true)
         let tls = Self.stageLine(result.output, .tls) ?? ""
         #expect(tls.contains("TLSv1.3") && tls.contains("certificate \(RelayServerHarness.host)"), "\(tls)")
-        #expect(tls.contains("expires ") && tls.contains(" days)") && tls.contains("ALPN http/1.1"), "\(tls)")
+        #expect(tls.contains("expires ") && tls.contains(" days)") && tls.contains("ALPN \(TestCertificateAuthority.testServerALPN[0])"), "\(tls)")
         #expect(Self.stageLine(result.output, .bridge)?.contains("HTTP 200, carrierMode \(mode), batchLimit ") == true)
         #expect(Self.stageLine(result.output, .session)?.contains("HTTP 200, carrier \(mode)") == true)
         let stream = Self.stageLine(result.output, .stream) ?? ""

@@ -37,7 +37,7 @@ import WebProxyCore
             relays: [
                 Self.snapshot(
                     name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12), queued: queued,
-                    tlsConnections: TLSConnectionCounts(http: 3, httpResumed: 2, webSocket: 1, webSocketResumed: 1, open: 2)),
+                    tlsConnections: TLSConnectionCounts(http: 3, httpResumed: 2, http2: 1, webSocket: 1, webSocketResumed: 1, open: 2)),
                 Self.snapshot(name: "work", state: .down, counters: work),
             ])
         #expect(
@@ -105,6 +105,10 @@ import WebProxyCore
                 webproxyd_tls_connections_total{relay="work",use="http",resumed="no"} 0
                 webproxyd_tls_connections_total{relay="work",use="websocket",resumed="yes"} 0
                 webproxyd_tls_connections_total{relay="work",use="websocket",resumed="no"} 0
+                # HELP webproxyd_http2_connections_total HTTP connections to the relay that negotiated h2 (of use="http").
+                # TYPE webproxyd_http2_connections_total counter
+                webproxyd_http2_connections_total{relay="home"} 1
+                webproxyd_http2_connections_total{relay="work"} 0
                 # HELP webproxyd_tls_connections_open TLS connections to the relay open now (HTTP, busy or idle, and WebSockets).
                 # TYPE webproxyd_tls_connections_open gauge
                 webproxyd_tls_connections_open{relay="home"} 2
