@@ -276,10 +276,12 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
             let headers = HTTPHeaders(fields.filter { !$0.name.hasPrefix(":") })
             streams[id]?.head = HTTPResponseHead(status: status, reason: "", version: .http2, headers: headers)
         case .data(let id, let bytes):
-            guard let entry = streams[id] else { return }
+            // Read through the dictionary, never into a copy: a local copy of the entry would
+            // share the body's buffer and make every append copy the whole body.
+            guard let received = streams[id]?.body.count, let cap = streams[id]?.maxBodyBytes else { return }
             streams[id]?.sawResponseBytes = true
-            guard entry.body.count + bytes.count <= entry.maxBodyBytes else {
-                failStream(id, HTTPClientError(.badResponse, "the response body exceeds \(entry.maxBodyBytes) bytes"))
+            guard received + bytes.count <= cap else {
+                failStream(id, HTTPClientError(.badResponse, "the response body exceeds \(cap) bytes"))
                 return
             }
             streams[id]?.body.append(contentsOf: bytes)
