@@ -6,16 +6,20 @@ enum BenchCommand: Equatable {
     case bench(quick: Bool, output: String, carriers: [CarrierMode])
     case soak(minutes: Double)
     case profile(path: String, mebibytes: Int)
+    case wan(seconds: Double, output: String, carriers: [CarrierMode])
     case help
 
     static let usage = """
         USAGE: webproxyd-bench [--quick] [--out FILE] [--carriers https,websocket,...]
                webproxyd-bench soak [--minutes N]
                webproxyd-bench profile [--path tunnel|https|https-lanes|websocket|websocket-lanes] [--mib N]
+               webproxyd-bench wan [--seconds N] [--out FILE] [--carriers https,websocket,...]
 
         Benchmarks webproxyd against a direct TCP connection and a plain TLS tunnel on loopback
         and writes a Markdown report (default .build/bench/report.md); `soak` runs a long
-        mixed load and checks memory; `profile` pushes N MiB through one path for a profiler.
+        mixed load and checks memory; `profile` pushes N MiB through one path for a profiler;
+        `wan` measures latency under load on an emulated WAN (25 ms each way, 20 Mbit/s,
+        1 MiB buffer per flow), the https carriers over h2 and over HTTP/1.1.
         scripts/bench builds the release binaries and runs this.
 
         OPTIONS:
@@ -25,6 +29,7 @@ enum BenchCommand: Equatable {
           --minutes N          Soak duration (default 10).
           --path NAME          Profile path (default websocket).
           --mib N              Profile volume in MiB (default 8).
+          --seconds N          WAN: how long each load pattern runs (default 10).
           --help               Show this help.
         """
 
@@ -38,13 +43,14 @@ enum BenchCommand: Equatable {
             return
         }
         var words = arguments[...]
-        let mode = words.first.flatMap { ["soak", "profile"].contains($0) ? $0 : nil }
+        let mode = words.first.flatMap { ["soak", "profile", "wan"].contains($0) ? $0 : nil }
         if mode != nil { words = words.dropFirst() }
         let flags: Set<String> = ["--quick"]
         let valued: Set<String> =
             switch mode {
             case "soak": ["--minutes"]
             case "profile": ["--path", "--mib"]
+            case "wan": ["--seconds", "--out", "--carriers"]
             default: ["--out", "--carriers"]
             }
         var values: [String: String] = [:]
@@ -69,14 +75,25 @@ enum BenchCommand: Equatable {
             guard path == "tunnel" || CarrierMode(rawValue: path) != nil else { throw UsageError(message: "unknown --path '\(path)'") }
             guard let mebibytes = Int(values["--mib"] ?? "8"), mebibytes > 0 else { throw UsageError(message: "--mib needs a positive whole number") }
             self = .profile(path: path, mebibytes: mebibytes)
-        default:
-            var carriers: [CarrierMode] = []
-            for name in (values["--carriers"] ?? CarrierMode.allCases.map(\.rawValue).joined(separator: ",")).split(separator: ",") {
-                guard let carrier = CarrierMode(rawValue: String(name)) else { throw UsageError(message: "unknown carrier '\(name)'") }
-                carriers.append(carrier)
+        case "wan":
+            guard let seconds = Double(values["--seconds"] ?? "10"), seconds >= 3 else {
+                throw UsageError(message: "--seconds needs a number of at least 3")
             }
-            guard !carriers.isEmpty else { throw UsageError(message: "--carriers names no carrier") }
-            self = .bench(quick: quick, output: values["--out"] ?? ".build/bench/report.md", carriers: carriers)
+            self = .wan(
+                seconds: seconds, output: values["--out"] ?? ".build/bench/wan.md",
+                carriers: try Self.carriers(values["--carriers"]))
+        default:
+            self = .bench(quick: quick, output: values["--out"] ?? ".build/bench/report.md", carriers: try Self.carriers(values["--carriers"]))
         }
+    }
+
+    private static func carriers(_ list: String?) throws(UsageError) -> [CarrierMode] {
+        var carriers: [CarrierMode] = []
+        for name in (list ?? CarrierMode.allCases.map(\.rawValue).joined(separator: ",")).split(separator: ",") {
+            guard let carrier = CarrierMode(rawValue: String(name)) else { throw UsageError(message: "unknown carrier '\(name)'") }
+            carriers.append(carrier)
+        }
+        guard !carriers.isEmpty else { throw UsageError(message: "--carriers names no carrier") }
+        return carriers
     }
 }

@@ -31,7 +31,11 @@ final class BenchWorld: @unchecked Sendable {
     let backendLoop: EventLoop
     let backend: BenchBackend
     let resolver: Resolver
+    /// The relay's and the tunnel front's context: h2 when offered (unless
+    /// `WEBPROXY_TEST_HTTP=1.1`), as fronts select it.
     let serverContext: TLSContext
+    /// The same certificate, HTTP/1.1 only: the WAN benchmark's HTTP/1.1 rows.
+    let http1ServerContext: TLSContext
     let clientContext: TLSContext
     let caPath: String
 
@@ -43,6 +47,9 @@ final class BenchWorld: @unchecked Sendable {
         let authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
         serverContext = try TLSContext(server: leaf.serverConfiguration)
+        var http1 = leaf.serverConfiguration
+        http1.alpnProtocols = ["http/1.1"]
+        http1ServerContext = try TLSContext(server: http1)
         clientContext = try TLSContext(client: TLSConfiguration.Client(trust: .caPEM(authority.certificatePEM)))
         caPath = "/tmp/webproxyd-bench-\(getpid())-ca.pem"
         let fd = open(caPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -89,17 +96,21 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
     private let entryLoop: EventLoop
     private let front: TCPListener
     private let entry: TCPListener
+    private let wan: WANLeg?
 
-    init(world: BenchWorld) throws {
+    /// With `wan`, a delay line sits between the entry and the front.
+    init(world: BenchWorld, wan shape: DelayLine.Shape? = nil) throws {
         frontLoop = try EventLoop(name: "bench-front")
         entryLoop = try EventLoop(name: entryThreadName)
         let (frontLoop, entryLoop) = (frontLoop, entryLoop)
         front = try runOnLoop(frontLoop) {
             try TLSTunnel.startFront(on: frontLoop, context: world.serverContext, backend: world.backend.localAddress)
         }
+        let frontAddress = front.localAddress
+        wan = try shape.map { try WANLeg(to: frontAddress, shape: $0) }
         let endpoint = SecureEndpoint(
             origin: DialTarget(host: BenchWorld.host, port: 443)!,
-            connectTo: DialTarget(host: "127.0.0.1", port: front.localAddress.port)!)
+            connectTo: DialTarget(host: "127.0.0.1", port: wan?.port ?? front.localAddress.port)!)
         let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: world.clientContext)
         entry = try runOnLoop(entryLoop) {
             try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
@@ -115,13 +126,14 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
         frontLoop.stop()
         entryLoop.waitUntilStopped()
         frontLoop.waitUntilStopped()
+        wan?.stop()
     }
 }
 
 /// The real chain: the in-process `Daemon` → real TLS → `TestRelayServer` → backend.
 final class DaemonPath: BenchPath, @unchecked Sendable {
     let mode: CarrierMode
-    var name: String { "webproxyd \(mode.rawValue)" }
+    let name: String
     let entryThreadName = "webproxyd"
     let port: UInt16
     let relayLoop: EventLoop
@@ -129,9 +141,16 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
     let daemon: Daemon
     /// The daemon's metrics endpoint, read as an operator would.
     let metricsPort: UInt16
+    private let wan: WANLeg?
 
-    init(world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits()) throws {
+    /// `http1Only`: the relay selects HTTP/1.1 even when h2 is offered. With `wan`, a delay
+    /// line sits between the daemon and the relay.
+    init(
+        world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits(), http1Only: Bool = false,
+        wan shape: DelayLine.Shape? = nil
+    ) throws {
         self.mode = mode
+        name = "webproxyd \(mode.rawValue)" + (http1Only ? " (HTTP/1.1)" : "")
         relayLoop = try EventLoop(name: "bench-relay")
         let relayLoop = relayLoop
         let host = try RelayHost(BenchWorld.host)
@@ -140,13 +159,15 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         relay = try runOnLoop(relayLoop) {
             try TestRelayServer.start(
                 on: relayLoop, listen: .loopbackIPv4(port: 0), configuration: configuration,
-                backends: [world.backend.localAddress], tls: world.serverContext)
+                backends: [world.backend.localAddress], tls: http1Only ? world.http1ServerContext : world.serverContext)
         }
+        let relayPort = relay.port
+        wan = try shape.map { try WANLeg(to: .loopbackIPv4(port: relayPort), shape: $0) }
         let listenPort = unusedLoopbackPort()
         let link = "tg://webproxy?server=\(BenchWorld.host)&secret=\(BenchWorld.secret)"
         let relayConfiguration = try RelayConfiguration(
             quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
-            connectTo: "127.0.0.1:\(relay.port)")
+            connectTo: "127.0.0.1:\(wan?.port ?? relay.port)")
         metricsPort = unusedLoopbackPort()
         daemon = try Daemon(
             configuration: DaemonConfiguration(
@@ -165,6 +186,7 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         _ = try? runOnLoop(relayLoop) { relay.stop() }
         relayLoop.stop()
         relayLoop.waitUntilStopped()
+        wan?.stop()
     }
 
     /// The sum of a metric's samples, read from the daemon's metrics endpoint.

@@ -24,6 +24,33 @@ func machineDescription() -> String {
     return "\(ProcessInfo.processInfo.activeProcessorCount) vCPU \(model), load average \(load) at the start"
 }
 
+/// The WAN benchmark: the tunnel, then each carrier (the https ones over h2 and over HTTP/1.1).
+func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
+    let shape = DelayLine.Shape.telegramWAN
+    let machine = machineDescription()
+    say("webproxyd-bench wan: \(shape); \(machine)")
+    let world = try BenchWorld()
+    var results: [WANScenario.Result] = []
+    let tunnel = try TunnelPath(world: world, wan: shape)
+    results.append(WANScenario.run(tunnel, shape: shape, seconds: seconds, log: { say($0) }))
+    tunnel.stop()
+    for mode in carriers {
+        for http1Only in mode == .https || mode == .httpsLanes ? [false, true] : [false] {
+            let path = try DaemonPath(world: world, mode: mode, http1Only: http1Only, wan: shape)
+            results.append(WANScenario.run(path, shape: shape, seconds: seconds, log: { say($0) }))
+            path.stop()
+        }
+    }
+    world.shutdown()
+    let markdown = WANScenario.markdown(results, shape: shape, seconds: seconds, machine: machine)
+    say("")
+    say(markdown)
+    try FileManager.default.createDirectory(
+        atPath: (output as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try markdown.write(toFile: output, atomically: true, encoding: .utf8)
+    say("report written to \(output)")
+}
+
 let quick: Bool
 let output: String
 let carriers: [CarrierMode]
@@ -35,6 +62,9 @@ case .soak(let minutes):
     exit(try Soak.run(minutes: minutes) ? 0 : 1)
 case .profile(let path, let mebibytes):
     try ProfileRun.run(pathName: path, mebibytes: mebibytes)
+    exit(0)
+case .wan(let seconds, let file, let chosen):
+    try runWAN(seconds: seconds, output: file, carriers: chosen)
     exit(0)
 case .bench(let isQuick, let file, let chosen):
     quick = isQuick

@@ -156,7 +156,8 @@ final class RelayCheck: @unchecked Sendable {
             handshake = try TLSConnection.startClient(
                 over: tcp, context: context, serverName: endpoint.origin.host,
                 // What the HTTP client offers, so the report shows what the https carriers get.
-                alpnProtocols: HTTPClient.Configuration().alpnProtocols, handshakeTimeout: options.stageTimeout
+                alpnProtocols: HTTPClient.Configuration(offersHTTP2: relay.http2).alpnProtocols,
+                handshakeTimeout: options.stageTimeout
             ) { [self] result in
                 handshake = nil
                 switch result {
@@ -206,7 +207,8 @@ final class RelayCheck: @unchecked Sendable {
     private func startBridge(endpoint: SecureEndpoint, dialer: Dialer, context: TLSContext) {
         begin()
         let client = HTTPClient(
-            endpoint: endpoint, dialer: SecureDialer(dialer: dialer, context: context), resolver: resolver, loop: loop)
+            endpoint: endpoint, dialer: SecureDialer(dialer: dialer, context: context), resolver: resolver, loop: loop,
+            configuration: HTTPClient.Configuration(offersHTTP2: relay.http2))
         self.client = client
         let capability = Capability.derive(secret: relay.secret, host: relay.host, basePath: relay.basePath)
         let api = RelayAPI(host: relay.host.name, prefix: capability.apiPathPrefix, browser: relay.browser)

@@ -32,6 +32,9 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var maxStreams: Int
     /// The User-Agent of every request; nil for Chromium's (`BrowserHeaders`).
     public var userAgent: String?
+    /// Whether the https carriers offer h2 (a browser does). Off, every request goes over
+    /// HTTP/1.1, whose lanes each get a TCP flow of their own.
+    public var http2: Bool
 
     /// The relay's `max_streams_per_session`: the default and the upper bound.
     public static let maxStreamsLimit = 128
@@ -44,7 +47,8 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 listen: ListenAddress, allowNonLoopback: Bool = false,
                 carrier: CarrierChoice = .follow, caFile: String? = nil, pins: [SPKIPin] = [],
                 connectTo: HostAndPort? = nil, proxy: UpstreamProxy? = nil,
-                maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil) {
+                maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil,
+                http2: Bool = true) {
         self.name = name
         self.host = host
         self.basePath = basePath
@@ -58,6 +62,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         self.proxy = proxy
         self.maxStreams = maxStreams
         self.userAgent = userAgent
+        self.http2 = http2
     }
 
     /// The browser whose requests the relay sees.

@@ -106,7 +106,8 @@ final class RelayService {
             endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop,
             configuration: HTTPClient.Configuration(
                 maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
-                parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes)))
+                parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
+                offersHTTP2: configuration.http2))
         supervisor = SessionSupervisor(
             secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
             browser: configuration.browser, settings: settings, random: SystemRandomNumberGenerator())

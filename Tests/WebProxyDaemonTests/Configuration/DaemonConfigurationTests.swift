@@ -47,6 +47,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
             proxy = socks5://alice:p%40ss@127.0.0.1:1080
             max-streams = 16
             user-agent = Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0
+            http2 = no
 
             [relay work]
             link = \(rootLink)
@@ -75,6 +76,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
         #expect(home.proxy?.credentials == UpstreamProxy.Credentials(user: "alice", password: "p@ss"))
         #expect(home.maxStreams == 16)
         #expect(home.browser.userAgent == "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0")
+        #expect(home.http2 == false)
 
         let work = try #require(configuration.relay(named: "work"))
         #expect(work.link == (try ProxyLink(parsing: rootLink)))
@@ -83,6 +85,7 @@ func parseConfiguration(_ text: String, environment: [String: String] = [:],
         #expect(work.maxStreams == 128)
         #expect(work.pins.isEmpty && work.caFile == nil && work.connectTo == nil && work.proxy == nil)
         #expect(work.userAgent == nil && work.browser == .chromium)
+        #expect(work.http2)
     }
 
     @Test func defaultsApplyWithoutADaemonSection() throws {

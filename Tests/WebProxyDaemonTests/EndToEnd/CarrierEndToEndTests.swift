@@ -38,4 +38,19 @@ import WebProxyTestRelay
         #expect(rig.sessionsUp >= 1)
         rig.expectNoCredentials()
     }
+
+    /// `http2 = no`: the daemon offers HTTP/1.1 only, so even a front that prefers h2 gets
+    /// HTTP/1.1, with a connection per parked lane poll.
+    @Test func http2OffKeepsTheLanesOnHTTP1Connections() async throws {
+        let rig = try await EndToEndRig(mode: .httpsLanes) { $0.http2 = false }
+        let payloads = testPayloads(count: 3, size: 64 << 10, seed: 9)
+        let clients = try (0..<3).map { _ in try #require(rig.connect(timeoutSeconds: 30)) }
+        for (client, payload) in zip(clients, payloads) { #expect(client.send(payload)) }
+        for (client, payload) in zip(clients, payloads) { #expect(client.receive(count: payload.count) == payload) }
+        let connections = try await rig.harness.withRelay { $0.connectionsAccepted }
+        // Lane 0 and the three lanes each park a /down on a connection of their own.
+        #expect(connections >= 4, "\(connections) TLS connections")
+        for client in clients { client.close() }
+        await rig.stop()
+    }
 }
