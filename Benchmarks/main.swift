@@ -42,7 +42,11 @@ func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
         }
     }
     world.shutdown()
-    let markdown = WANScenario.markdown(results, shape: shape, seconds: seconds, machine: machine)
+    try publish(WANScenario.markdown(results, shape: shape, seconds: seconds, machine: machine), to: output)
+}
+
+/// Prints the report and writes it to `output`.
+func publish(_ markdown: String, to output: String) throws {
     say("")
     say(markdown)
     try FileManager.default.createDirectory(
@@ -103,11 +107,5 @@ for mode in carriers {
 let report = BenchReport(
     sizes: sizes, quick: quick, paths: results, memory: memory,
     peakRSS: ProcessProbe.peakResidentBytes(), machine: machine)
-let markdown = report.markdown()
 world.shutdown()
-say("")
-say(markdown)
-try FileManager.default.createDirectory(
-    atPath: (output as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-try markdown.write(toFile: output, atomically: true, encoding: .utf8)
-say("report written to \(output)")
+try publish(report.markdown(), to: output)

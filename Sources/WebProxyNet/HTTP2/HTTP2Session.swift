@@ -39,7 +39,6 @@ final class HTTP2Session {
         var maxHeaderListSize: UInt32?
         /// The connection-level receive window, raised from 65,535 by a WINDOW_UPDATE.
         var connectionWindow: Int32?
-        var enableConnectProtocol: Bool?
 
         /// Chromium's, in its order: a 6 MiB stream window and a 15 MiB connection window,
         /// so a 2 MiB batch is never held by flow control.
@@ -62,7 +61,6 @@ final class HTTP2Session {
         static let cancel: UInt32 = 8
     }
 
-    let role: Role
     private var session: OpaquePointer?
     private var events: [Event] = []
     /// Header blocks being received, by stream.
@@ -71,7 +69,6 @@ final class HTTP2Session {
     private var outgoingBodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
 
     init(role: Role, settings: LocalSettings) throws(HTTP2Error) {
-        self.role = role
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
             throw HTTP2Error(.internalFailure, "cannot allocate HTTP/2 callbacks")
@@ -113,7 +110,6 @@ final class HTTP2Session {
         add(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.initialWindowSize)
         add(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings.maxFrameSize)
         add(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListSize)
-        add(NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, settings.enableConnectProtocol.map { $0 ? 1 : 0 })
         var status = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
         if status == 0, let window = settings.connectionWindow {
             status = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, window)
@@ -155,9 +151,6 @@ final class HTTP2Session {
 
     /// False once both sides have nothing more to say (after GOAWAY or a fatal error).
     var isAlive: Bool { nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0 }
-
-    /// Whether frames wait to be taken.
-    var hasOutput: Bool { nghttp2_session_want_write(session) != 0 }
 
     // MARK: streams
 
@@ -239,11 +232,6 @@ final class HTTP2Session {
     /// The peer's limit on streams we may open at once.
     var peerMaxConcurrentStreams: Int {
         Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-    }
-
-    /// Whether the peer allows extended CONNECT (RFC 8441), so WebSockets could ride streams.
-    var peerEnablesConnectProtocol: Bool {
-        nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) == 1
     }
 
     // MARK: callbacks

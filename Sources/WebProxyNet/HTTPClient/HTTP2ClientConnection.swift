@@ -131,7 +131,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
             guard let self else { return }
             pingTimer = nil
             guard lastReceived == heardBefore else { return }
-            failAll(HTTPClientError(.noResponse, "the relay did not answer a PING within \(pingTimeout)"))
+            abandon(failing: HTTPClientError(.noResponse, "the relay did not answer a PING within \(pingTimeout)"))
         }
         flush()
     }
@@ -142,7 +142,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         entry.task.complete(
             .failure(HTTPClientError(.timedOut, "\(detail) and the connection moved nothing for \(bound)")))
         // The path is shared by every stream: none of them will move either.
-        failAll(HTTPClientError(.noResponse, "the connection moved nothing for \(bound)"))
+        abandon(failing: HTTPClientError(.noResponse, "the connection moved nothing for \(bound)"))
         client?.closeIdleConnections()
     }
 
@@ -172,24 +172,26 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
 
     /// Fails every request on the connection with `error` and resets it.
     func abandon(failing error: HTTPClientError) {
-        failAll(error)
-    }
-
-    private func failAll(_ error: HTTPClientError) {
         isGoingAway = true
-        let pending = streams.values
-        streams.removeAll()
-        cancelIdleTimer()
-        if let pingTimer { tls.loop.cancelTimer(pingTimer) }
-        pingTimer = nil
+        let pending = takeAllStreams()
         tls.abort()
         for entry in pending {
-            entry.silenceWatch?.stop()
             let failure =
                 entry.sawResponseBytes && error.kind == .noResponse
                 ? HTTPClientError(.badResponse, error.message, transport: error.transport) : error
             entry.task.complete(.failure(failure))
         }
+    }
+
+    /// Every stream, removed, with its watch and the connection's timers stopped.
+    private func takeAllStreams() -> [Stream] {
+        let pending = Array(streams.values)
+        streams.removeAll()
+        cancelIdleTimer()
+        if let pingTimer { tls.loop.cancelTimer(pingTimer) }
+        pingTimer = nil
+        for entry in pending { entry.silenceWatch?.stop() }
+        return pending
     }
 
     private func becameIdleIfEmpty() {
@@ -210,7 +212,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
             do throws(TransportError) {
                 try tls.write(bytes)
             } catch {
-                failAll(HTTPClientError(.noResponse, "the request could not be sent", transport: error))
+                abandon(failing: HTTPClientError(.noResponse, "the request could not be sent", transport: error))
                 return
             }
         }
@@ -226,7 +228,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
             try session.receive(plaintext)
         } catch {
             flush()
-            failAll(HTTPClientError(.badResponse, "the relay broke HTTP/2: \(error)"))
+            abandon(failing: HTTPClientError(.badResponse, "the relay broke HTTP/2: \(error)"))
             return
         }
         for event in session.takeEvents() { handle(event) }
@@ -244,13 +246,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
 
     func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
         isClosed = true
-        let pending = streams.values
-        streams.removeAll()
-        cancelIdleTimer()
-        if let pingTimer { tls.loop.cancelTimer(pingTimer) }
-        pingTimer = nil
-        for entry in pending {
-            entry.silenceWatch?.stop()
+        for entry in takeAllStreams() {
             let failure =
                 entry.sawResponseBytes
                 ? HTTPClientError(.badResponse, "the connection closed inside the response", transport: error)
@@ -312,10 +308,10 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         case .goAway:
             // Streams past the GOAWAY's last one come back as refused and are requeued.
             isGoingAway = true
-            client?.connectionWentAway(self)
+            client?.roomChanged()
             becameIdleIfEmpty()
         case .settings:
-            client?.streamsBecameAvailable()
+            client?.roomChanged()
         case .pingAcknowledged:
             break
         }

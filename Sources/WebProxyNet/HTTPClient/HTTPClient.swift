@@ -87,12 +87,12 @@ public final class HTTPClient {
 
     /// How many connections have been opened over the client's life (for tests and stats).
     public private(set) var connectionsOpened = 0
+    /// How many of them resumed an earlier TLS session instead of a full handshake.
+    public private(set) var connectionsResumed = 0
     /// How many of them negotiated HTTP/2.
     public private(set) var connectionsOpenedHTTP2 = 0
     /// Requests an HTTP/2 server refused unprocessed and that were sent again.
     public private(set) var requestsResent = 0
-    /// How many of them resumed an earlier TLS session instead of a full handshake.
-    public private(set) var connectionsResumed = 0
 
     public init(
         endpoint: SecureEndpoint, dialer: SecureDialer, resolver: Resolver, loop: EventLoop,
@@ -336,13 +336,9 @@ public final class HTTPClient {
         dispatch()
     }
 
-    /// The server said GOAWAY: new requests need another connection.
-    func connectionWentAway(_ connection: HTTP2ClientConnection) {
-        dispatch()
-    }
-
-    /// The server's SETTINGS may allow more streams.
-    func streamsBecameAvailable() {
+    /// An HTTP/2 connection's room for new streams changed: the server said GOAWAY (new
+    /// requests need another connection) or sent SETTINGS (its stream limit may have grown).
+    func roomChanged() {
         dispatch()
     }
 

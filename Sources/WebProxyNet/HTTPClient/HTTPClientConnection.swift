@@ -64,7 +64,7 @@ final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
 
     func sawResponseBytes(of task: HTTPClientTask) -> Bool { sawResponseBytes }
 
-    /// Closes the connection: the request's bytes may still be on their way either way.
+    /// HTTP/1.1 cannot take a request back: the connection is reset.
     func drop(_ task: HTTPClientTask) { abandon() }
 
     /// Drops the current request without completing it and resets the connection.
