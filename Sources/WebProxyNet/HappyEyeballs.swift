@@ -138,7 +138,7 @@ public final class HappyEyeballsConnector {
         attemptDelay: Duration = .milliseconds(250), timeout: Duration,
         completion: @escaping (Result<TCPConnection, NetError>) -> Void
     ) -> HappyEyeballsConnector {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let connector = HappyEyeballsConnector(
             loop: loop,
             machine: HappyEyeballs(addresses: addresses, attemptDelay: attemptDelay, timeout: timeout),
@@ -152,7 +152,7 @@ public final class HappyEyeballsConnector {
 
     /// Abandons every attempt; the completion will not run.
     public func cancel() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         completion = nil
         for attempt in attempts.values { attempt.cancel() }
         attempts.removeAll()

@@ -75,7 +75,7 @@ public struct Dialer: Sendable {
         _ target: DialTarget, on loop: EventLoop, resolver: Resolver,
         completion: @escaping (Result<TCPConnection, NetError>) -> Void
     ) -> DialOperation {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let operation = DialOperation(dialer: self, target: target, loop: loop, resolver: resolver, completion: completion)
         operation.begin()
         return operation
@@ -107,7 +107,7 @@ public final class DialOperation {
 
     /// Abandons the dial; the completion will not run.
     public func cancel() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         completion = nil
         tearDown()
     }

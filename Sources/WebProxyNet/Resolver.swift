@@ -30,7 +30,7 @@ public final class Resolver: @unchecked Sendable {
         host: String, port: UInt16, on loop: EventLoop,
         completion: @escaping (Result<[SocketAddress], NetError>) -> Void
     ) -> ResolveRequest {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let request = ResolveRequest(host: host, port: port, loop: loop, completion: completion)
         if let literal = SocketAddress(ipAddress: host, port: port) {
             loop.scheduleTimer(after: .zero) { request.complete(.success([literal])) }
@@ -125,7 +125,7 @@ public final class ResolveRequest: @unchecked Sendable {
 
     /// Drops the result: the completion will not run. Call on the loop thread.
     public func cancel() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         completion = nil
     }
 

@@ -55,7 +55,7 @@ public struct SecureDialer: Sendable {
         to endpoint: SecureEndpoint, on loop: EventLoop, resolver: Resolver, alpnProtocols: [String]? = nil,
         completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) -> SecureDialOperation {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let operation = SecureDialOperation(loop: loop, completion: completion)
         operation.dial = dialer.dial(endpoint.dialTarget, on: loop, resolver: resolver) {
             [operation, context, handshakeTimeout, handshakeSilence] result in
@@ -96,7 +96,7 @@ public final class SecureDialOperation {
 
     /// Abandons the dial; the completion will not run.
     public func cancel() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         completion = nil
         dial?.cancel()
         dial = nil

@@ -125,7 +125,7 @@ public final class TCPConnection {
         to address: SocketAddress, on loop: EventLoop, timeout: Duration,
         completion: @escaping (Result<TCPConnection, NetError>) -> Void
     ) -> ConnectAttempt {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let attempt = ConnectAttempt()
         let fd: Int32
         do {
@@ -183,7 +183,7 @@ public final class TCPConnection {
     /// the kernel sees it (TCP_INFO): proof that the path still moves, even while the bytes
     /// sit in socket buffers. Nil when closed or when the kernel does not say.
     public var pathProgress: UInt64? {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard case .open = state else { return nil }
         var acknowledged: UInt64 = 0
         var received: UInt64 = 0
@@ -208,7 +208,7 @@ public final class TCPConnection {
 
     /// Sends `bytes` (copied only if the kernel does not take them all now); see `write(_:)`.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard case .open = state, !writeShutdownRequested, !closeRequested else {
             throw NetError(.closed, call: "write", message: "connection is closed for writing")
         }
@@ -242,14 +242,14 @@ public final class TCPConnection {
 
     /// Stops delivering reads (backpressure) until `resumeReading()`.
     public func pauseReading() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         readPaused = true
         updateInterest()
     }
 
     /// Delivers reads again after `pauseReading()`.
     public func resumeReading() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         readPaused = false
         updateInterest()
     }
@@ -260,7 +260,7 @@ public final class TCPConnection {
     /// Half-closes: sends FIN after the queued bytes. Reading continues; the connection closes
     /// by itself once the peer's EOF has also been read.
     public func shutdownWrite() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard case .open = state, !writeShutdownRequested else { return }
         writeShutdownRequested = true
         flushIfPossible()
@@ -268,7 +268,7 @@ public final class TCPConnection {
 
     /// Closes gracefully: stops reading, sends the queued bytes, then closes (FIN).
     public func close() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard case .open = state, !closeRequested else { return }
         closeRequested = true
         if queue.isEmpty { closeNow(nil) } else { updateInterest() }
@@ -276,7 +276,7 @@ public final class TCPConnection {
 
     /// Closes at once with SO_LINGER 0: queued bytes are dropped and the peer gets RST.
     public func abort() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard case .open = state else { return }
         try? Syscall.setLingerZero(fd)
         closeNow(nil)

@@ -37,7 +37,7 @@ public final class TCPListener {
         accepted: @escaping (TCPConnection) -> Void,
         acceptFailed: @escaping (NetError) -> Void = { _ in }
     ) throws(NetError) -> TCPListener {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let fd = try Syscall.tcpSocket(address.addressFamily)
         let bound: SocketAddress
         do {
@@ -66,7 +66,7 @@ public final class TCPListener {
         accepted: @escaping (TCPConnection) -> Void,
         acceptFailed: @escaping (NetError) -> Void = { _ in }
     ) throws(NetError) -> TCPListener {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let bound: SocketAddress
         do throws(NetError) {
             var type: Int32 = 0, listening: Int32 = 0
@@ -121,7 +121,7 @@ public final class TCPListener {
 
     /// Stops listening and closes the socket. Accepted connections are unaffected.
     public func close() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard isOpen else { return }
         isOpen = false
         if let pauseTimer { loop.cancelTimer(pauseTimer) }

@@ -133,7 +133,7 @@ public final class TLSConnection {
     /// Throws `.io(.closed)` once closing, `.io(.writeBufferFull)` (taking nothing) past
     /// `writeLimits.limit`.
     public func write(_ plaintext: UnsafeRawBufferPointer) throws(TransportError) {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard phase == .open, !closeRequested, tcp.isOpen else {
             throw .io(NetError(.closed, call: "write", message: "connection is closed for writing"))
         }
@@ -170,7 +170,7 @@ public final class TLSConnection {
     /// Encrypts and sends `head` then `body` as one unit: both are taken, or (past
     /// `writeLimits.limit`) neither. Saves joining them into one buffer.
     public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard head.count + body.count <= writeLimits.limit - queuedWriteBytes else {
             throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
         }
@@ -180,14 +180,14 @@ public final class TLSConnection {
 
     /// Stops delivering plaintext (and reading the socket) until `resumeReading()`.
     public func pauseReading() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         readPaused = true
         updateSocketReading()
     }
 
     /// Delivers plaintext again after `pauseReading()`.
     public func resumeReading() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         readPaused = false
         scheduleDelivery()
     }
@@ -195,7 +195,7 @@ public final class TLSConnection {
     /// Closes gracefully: sends what is queued, then close_notify, then FIN. Resets the
     /// connection if that has not finished after `closeTimeout`.
     public func close() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard phase != .closed, !closeRequested else { return }
         closeRequested = true
         guard phase == .open else {
@@ -212,7 +212,7 @@ public final class TLSConnection {
     /// Ends TCP at once with FIN after what TCP already holds, without close_notify: the
     /// peer sees a truncated stream (what the reference relay does to drop a WebSocket).
     public func drop() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard phase != .closed else { return }
         closeRequested = true
         pending.removeAll()
@@ -221,7 +221,7 @@ public final class TLSConnection {
 
     /// Resets the connection (RST); queued bytes are dropped.
     public func abort() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard phase != .closed else { return }
         closeRequested = true
         pending.removeAll()
@@ -233,7 +233,7 @@ public final class TLSConnection {
     private func start(
         timeout: Duration, silence: Duration?, completion: @escaping (Result<TLSConnection, TransportError>) -> Void
     ) {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         handshakeCompletion = completion
         tcp.delegate = TCPSide(owner: self)
         let peer = engine.serverName ?? "the client"

@@ -32,7 +32,7 @@ public final class UnixListener {
         accepted: @escaping (TCPConnection) -> Void,
         acceptFailed: @escaping (NetError) -> Void = { _ in }
     ) throws(NetError) -> UnixListener {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard let address = SocketAddress.unix(path: path) else { throw NetError.syscall("bind", errno: EINVAL) }
         let fd = try Syscall.streamSocket(for: address)
         do {
@@ -67,7 +67,7 @@ public final class UnixListener {
     /// Stops listening, closes the socket and removes its path. Accepted connections are
     /// unaffected. Calling it again does nothing.
     public func close() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard isOpen else { return }
         isOpen = false
         listener.close()

@@ -101,7 +101,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
         configuration: Configuration,
         completion: @escaping (Result<WebSocketEndpoint, WebSocketClientError>) -> Void
     ) -> WebSocketClient {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let client = WebSocketClient(loop: loop, configuration: configuration, completion: completion)
         client.timer = loop.scheduleTimer(after: configuration.upgradeTimeout) { [client] in
             client.timer = nil
@@ -121,7 +121,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
 
     /// Abandons the attempt: the completion will not run and any connection is reset.
     public func cancel() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         completion = nil
         tearDown()
     }

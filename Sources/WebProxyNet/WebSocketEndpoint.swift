@@ -78,7 +78,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     /// The message is framed in place (header written first, payload masked where it
     /// is), so handing over the only reference saves a copy.
     public func send(_ message: consuming [UInt8]) throws(TransportError) {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         var payload = message
         guard !finished, let header = machine.sendBinaryInPlace(&payload) else {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
@@ -88,7 +88,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
 
     /// Sends one binary message (see `send(_:)`).
     public func send(_ message: ArraySlice<UInt8>) throws(TransportError) {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         guard !finished, let frame = machine.sendBinary(message) else {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
         }
@@ -98,7 +98,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     /// Sends a Ping (at most 125 bytes of payload); false once closing or closed.
     @discardableResult
     public func sendPing(_ payload: [UInt8] = []) -> Bool {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         guard payload.count <= 125, !finished, let frame = machine.sendPing(payload) else { return false }
         return (try? tls.write(frame)) != nil
     }
@@ -106,7 +106,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     /// Starts the close handshake: sends Close, then waits up to `closeTimeout` for the
     /// peer's Close (reported `.clean`) before resetting TCP (reported `.timedOut`).
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         guard !finished, reason.utf8.count <= 123, let frame = machine.close(code: code, reason: reason) else {
             return
         }
@@ -119,7 +119,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
 
     /// Ends TCP now (FIN) without a Close frame or close_notify: the peer sees an abrupt end.
     public func dropConnection() {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         guard !finished else { return }
         tls.drop()
         finish(.endOfStream)
@@ -127,7 +127,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
 
     /// Resets TCP (RST) without a Close frame.
     public func abort() {
-        tls.loop.assertInEventLoop()
+        tls.loop.preconditionInEventLoop()
         guard !finished else { return }
         tls.abort()
         finish(.endOfStream)

@@ -123,7 +123,7 @@ public final class HTTPClient {
         _ request: HTTPClientRequest,
         completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
     ) -> HTTPClientTask {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let task = HTTPClientTask(client: self, request: request, completion: completion)
         let refusal: HTTPClientError?
         if isShutDown {
@@ -158,7 +158,7 @@ public final class HTTPClient {
     /// Fails every queued and in-flight request with `shutDown`, closes every connection and
     /// refuses new requests.
     public func shutdown() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         guard !isShutDown else { return }
         isShutDown = true
         let error = HTTPClientError(.shutDown, "the client was shut down")
@@ -183,7 +183,7 @@ public final class HTTPClient {
     /// whole deadline; the next request dials afresh.
     /// An HTTP/2 connection carrying requests is pinged instead: it is kept if it answers.
     public func closeIdleConnections() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let stale = idle
         idle.removeAll()
         for connection in stale { connection.abandon() }

@@ -80,7 +80,7 @@ public final class HTTPServer {
         on address: SocketAddress, context: TLSContext, loop: EventLoop,
         configuration: Configuration = Configuration(), handler: @escaping Handler
     ) throws(NetError) -> HTTPServer {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         let server = HTTPServer(loop: loop, context: context, configuration: configuration, handler: handler)
         // The listener's registration keeps the server alive until `close()` or the loop stops.
         server.listener = try TCPListener.listen(on: address, loop: loop) { [server] tcp in
@@ -98,13 +98,13 @@ public final class HTTPServer {
     /// Sends GOAWAY on every HTTP/2 connection: their clients finish the streams already
     /// open and move the rest to new connections, as when a front restarts gracefully.
     public func goAwayHTTP2Connections() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         for connection in multiplexed.values { connection.goAway() }
     }
 
     /// Stops listening and resets every connection.
     public func close() {
-        loop.assertInEventLoop()
+        loop.preconditionInEventLoop()
         listener?.close()
         listener = nil
         for tls in handshaking.values { tls.abort() }
