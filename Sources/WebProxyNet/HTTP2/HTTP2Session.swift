@@ -52,6 +52,11 @@ final class HTTP2Session {
             maxHeaderListSize: 1 << 20, connectionWindow: 1 << 30)
     }
 
+    /// HTTP/1.1 fields that name the connection, which RFC 9113 forbids in h2 (lower-case).
+    static let connectionSpecificFields: Set<String> = [
+        "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
+    ]
+
     /// RST_STREAM and GOAWAY codes used here (RFC 9113 section 7).
     enum ErrorCode {
         static let noError: UInt32 = 0
@@ -145,8 +150,9 @@ final class HTTP2Session {
 
     /// What the peer did since the last call.
     func takeEvents() -> [Event] {
-        defer { events.removeAll(keepingCapacity: true) }
-        return events
+        let taken = events
+        events = []
+        return taken
     }
 
     /// False once both sides have nothing more to say (after GOAWAY or a fatal error).

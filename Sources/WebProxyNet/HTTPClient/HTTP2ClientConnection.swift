@@ -64,9 +64,11 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         let request = task.request
         guard let stream = session.submitRequest(Self.fields(of: request, authority: authority), body: request.body)
         else {
-            // No stream ID left (or GOAWAY came in between): another connection takes it.
+            // No stream ID left (or GOAWAY came in between): another connection takes it,
+            // and this one closes once its streams are done.
             isGoingAway = true
             client?.requeue(task)
+            becameIdleIfEmpty()
             return
         }
         task.carrier = self
@@ -91,10 +93,9 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
             HTTPField(name: ":scheme", value: "https"),
             HTTPField(name: ":path", value: request.target),
         ]
-        let connectionFields: Set = ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
         for field in request.headers {
             let name = field.name.lowercased()
-            guard !connectionFields.contains(name) else { continue }
+            guard !HTTP2Session.connectionSpecificFields.contains(name) else { continue }
             fields.append(HTTPField(name: name, value: field.value))
         }
         if let body = request.body, !request.headers.contains("Content-Length") {

@@ -76,7 +76,7 @@ final class HTTP2ServerConnection: TLSConnectionDelegate {
         var fields = [HTTPField(name: ":status", value: String(head.status))]
         for field in head.headers {
             let name = field.name.lowercased()
-            guard !["connection", "keep-alive", "transfer-encoding", "upgrade"].contains(name) else { continue }
+            guard !HTTP2Session.connectionSpecificFields.contains(name) else { continue }
             fields.append(HTTPField(name: name, value: field.value))
         }
         if let body, !head.headers.contains("Content-Length") {
