@@ -45,7 +45,7 @@ import WebProxyCore
         let key = Array(secret.bytes.suffix(16))
         var plainInit = Self.initBytes
         plainInit.replaceSubrange(56..<62, with: Array(repeating: secret.isPadded ? 0xDD : 0xEE, count: 4) + [2, 0])
-        let up = MTProxyProbe.directionKeys(Array(plainInit[8..<56]), secretKey: key)
+        let up = ObfuscatedInit.directionKeys(Array(plainInit[8..<56]), secretKey: key)
         let encryptor = try #require(AESCounterCipher(key: up.key, iv: up.iv))
         let encrypted = encryptor.apply(plainInit)
         #expect(Array(plainInit[0..<56]) + encrypted[56..<64] == wire)

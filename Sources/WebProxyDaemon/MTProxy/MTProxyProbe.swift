@@ -22,7 +22,6 @@ struct MTProxyProbe {
         case unexpected(String)
     }
 
-    static let initLength = 64
     /// Longest answer packet read; a resPQ is under 100 bytes.
     static let maxAnswerBytes = 64 << 10
     static let reqPQMultiConstructor: UInt32 = 0xBE7E_8EF1
@@ -47,15 +46,15 @@ struct MTProxyProbe {
     /// replaced by the tag and `dc`), a 16-byte `nonce`, `padding` (0–15 bytes, appended
     /// to the packet for a dd secret only) and an MTProto `messageID`. Nil when a length is wrong.
     init?(secret: ProxySecret, dc: Int16, initBytes: [UInt8], nonce: [UInt8], padding: [UInt8], messageID: UInt64) {
-        guard initBytes.count == Self.initLength, nonce.count == 16, padding.count < 16 else { return nil }
+        guard initBytes.count == ObfuscatedInit.length, nonce.count == 16, padding.count < 16 else { return nil }
         let key = Array(secret.bytes.suffix(16))
         var plainInit = initBytes
         let tag: UInt8 = secret.isPadded ? 0xDD : 0xEE
         plainInit.replaceSubrange(56..<60, with: [tag, tag, tag, tag])
         plainInit.replaceSubrange(60..<62, with: Self.littleEndian(UInt16(bitPattern: dc)))
         let material = Array(plainInit[8..<56])
-        let up = Self.directionKeys(material, secretKey: key)
-        let down = Self.directionKeys(material.reversed(), secretKey: key)
+        let up = ObfuscatedInit.directionKeys(material, secretKey: key)
+        let down = ObfuscatedInit.directionKeys(material.reversed(), secretKey: key)
         guard let encryptor = AESCounterCipher(key: up.key, iv: up.iv),
             let decryptor = AESCounterCipher(key: down.key, iv: down.iv)
         else { return nil }
@@ -71,14 +70,14 @@ struct MTProxyProbe {
     /// Whether random init bytes can open a connection: the first byte is not 0xef
     /// (abridged), the first word names no other protocol and the second word is not zero.
     static func isUsableInit(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count == initLength, bytes[0] != 0xEF else { return false }
+        guard bytes.count == ObfuscatedInit.length, bytes[0] != 0xEF else { return false }
         return !reservedFirstWords.contains(readUInt32(bytes[0..<4])) && bytes[4..<8].contains { $0 != 0 }
     }
 
     /// 64 usable random init bytes.
     static func randomInit(using generator: inout some RandomNumberGenerator) -> [UInt8] {
         while true {
-            let bytes = (0..<initLength).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            let bytes = (0..<ObfuscatedInit.length).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
             if isUsableInit(bytes) { return bytes }
         }
     }
@@ -86,11 +85,6 @@ struct MTProxyProbe {
     /// An MTProto message id for `unixSeconds`: the time in the high word, divisible by 4.
     static func messageID(unixSeconds: UInt32, fraction: UInt32) -> UInt64 {
         UInt64(unixSeconds) << 32 | UInt64(fraction & ~3)
-    }
-
-    /// One direction's AES key and iv from 48 bytes of init material.
-    static func directionKeys(_ material: [UInt8], secretKey: [UInt8]) -> (key: [UInt8], iv: [UInt8]) {
-        (AESCounterCipher.sha256(Array(material.prefix(32)) + secretKey), Array(material.suffix(16)))
     }
 
     /// The unencrypted message `req_pq_multi nonce:int128`: auth_key_id 0, message id, length.

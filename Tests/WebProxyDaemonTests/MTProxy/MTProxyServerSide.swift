@@ -18,8 +18,8 @@ final class MTProxyServerSide {
         guard wireInit.count == 64 else { return nil }
         let key = Array(secret.bytes.suffix(16))
         let material = Array(wireInit[8..<56])
-        let up = MTProxyProbe.directionKeys(material, secretKey: key)
-        let down = MTProxyProbe.directionKeys(material.reversed(), secretKey: key)
+        let up = ObfuscatedInit.directionKeys(material, secretKey: key)
+        let down = ObfuscatedInit.directionKeys(material.reversed(), secretKey: key)
         guard let decryptor = AESCounterCipher(key: up.key, iv: up.iv),
             let encryptor = AESCounterCipher(key: down.key, iv: down.iv)
         else { return nil }
