@@ -49,6 +49,9 @@ public struct RelayEngine: Sendable {
     /// Live sessions (for tests and status output).
     public var sessionCount: Int { sessions.count }
 
+    /// Each live session's open streams, fewest first (for tests).
+    public var streamsPerSession: [Int] { sessions.values.map(\.streams.count).sorted() }
+
     /// Every session's state in counts (for tests' stall reports).
     public var stateSummary: String {
         sessions.values.map(\.stateSummary).sorted().joined(separator: " | ")

@@ -35,6 +35,10 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// Whether the https carriers offer h2 (a browser does). Off, every request goes over
     /// HTTP/1.1, whose lanes each get a TCP flow of their own.
     public var http2: Bool
+    /// Whether connections to a Telegram media cluster (file downloads) get a second relay
+    /// session of their own, and with it their own TCP flow, so chat does not queue behind
+    /// them (`SessionRole`). Not used on websocket-lanes, whose streams have a flow each.
+    public var mediaSession: Bool
 
     /// The relay's `max_streams_per_session`: the default and the upper bound.
     public static let maxStreamsLimit = 128
@@ -48,7 +52,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 carrier: CarrierChoice = .follow, caFile: String? = nil, pins: [SPKIPin] = [],
                 connectTo: HostAndPort? = nil, proxy: UpstreamProxy? = nil,
                 maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil,
-                http2: Bool = true) {
+                http2: Bool = true, mediaSession: Bool = true) {
         self.name = name
         self.host = host
         self.basePath = basePath
@@ -63,6 +67,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         self.maxStreams = maxStreams
         self.userAgent = userAgent
         self.http2 = http2
+        self.mediaSession = mediaSession
     }
 
     /// The browser whose requests the relay sees.

@@ -4,14 +4,17 @@ import WebProxyNet
 /// the open endpoint, reporting messages, Pongs, drains and the end to the relay service.
 final class CarrierWebSocket: WebSocketEndpointDelegate {
     let id: SocketID
+    /// The session the socket carries.
+    let role: SessionRole
     private weak var owner: RelayService?
     /// The upgrade in progress.
     var attempt: WebSocketClient?
     /// The open socket.
     var endpoint: WebSocketEndpoint?
 
-    init(id: SocketID, owner: RelayService) {
+    init(id: SocketID, role: SessionRole, owner: RelayService) {
         self.id = id
+        self.role = role
         self.owner = owner
     }
 
@@ -27,15 +30,15 @@ final class CarrierWebSocket: WebSocketEndpointDelegate {
     }
 
     func webSocket(_ endpoint: WebSocketEndpoint, didReceive message: [UInt8]) {
-        owner?.socketEvent(.webSocketMessage(id, message))
+        owner?.socketEvent(.webSocketMessage(id, message), role)
     }
 
     func webSocket(_ endpoint: WebSocketEndpoint, didReceivePong payload: [UInt8]) {
-        owner?.socketEvent(.webSocketPong(id))
+        owner?.socketEvent(.webSocketPong(id), role)
     }
 
     func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {
-        owner?.socketEvent(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount))
+        owner?.socketEvent(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount), role)
     }
 
     func webSocket(_ endpoint: WebSocketEndpoint, didCloseWith outcome: WebSocketCloseOutcome) {

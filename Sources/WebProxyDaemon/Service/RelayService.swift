@@ -5,8 +5,15 @@ import WebProxyCore
 import WebProxyNet
 
 /// One relay, running on the daemon's event loop: the loopback listener, the local
-/// connections, the `SessionSupervisor` that decides everything, and the HTTP client,
-/// WebSockets and timers that carry out its actions. Every method runs on the loop thread.
+/// connections, the `SessionSupervisor`s that decide everything (one per `SessionRole`), and
+/// the HTTP clients, WebSockets and timers that carry out their actions. Every method runs on
+/// the loop thread.
+///
+/// A new local connection is admitted once its first read (the obfuscated2 init) is in:
+/// a media-cluster connection goes to the media session, every other one to the primary
+/// session. The media session is built when the first such connection arrives, and that
+/// connection waits for its first build (at most `mediaSessionWait`); whenever the media
+/// session is not up, media connections go to the primary session instead.
 ///
 /// Events are handled one at a time: an action that causes another event (a write the kernel
 /// took, a connection that failed) queues it, and the queue drains before control returns
@@ -26,13 +33,25 @@ final class RelayService {
     private let redactor: SecretRedactor
     private let dialer: SecureDialer
     private let endpoint: SecureEndpoint
-    private let client: HTTPClient
-    private var supervisor: SessionSupervisor
+    /// One HTTP client per role, so the media session's requests never share a connection
+    /// (a TCP flow) with the primary session's.
+    private let clients: [HTTPClient]
+    /// The supervisors, by `SessionRole.rawValue`.
+    private var supervisors: [SessionSupervisor]
+    private var mediaSession = MediaSessionState.unused
     /// The loop time that is `MonotonicInstant.start` for the supervisor.
     private let origin: MonotonicTime
 
     private var listener: TCPListener?
     private var locals: [ConnectionID: LocalSocket] = [:]
+    /// The session each admitted local connection belongs to.
+    private var roles: [ConnectionID: SessionRole] = [:]
+    /// Accepted connections whose first read has not come yet, with the timer that admits
+    /// one anyway (to the primary session) if it stays silent.
+    private var unadmitted: [ConnectionID: () -> Void] = [:]
+    /// Media-cluster connections waiting for the media session's first build, with the
+    /// timer that gives up on it.
+    private var awaitingMedia: [ConnectionID: () -> Void] = [:]
     private var nextConnection: UInt64 = 1
     private var requests: [RequestID: HTTPClientTask] = [:]
     private var sockets: [SocketID: CarrierWebSocket] = [:]
@@ -41,10 +60,30 @@ final class RelayService {
     private var webSocketsOpened = 0
     private var webSocketsResumed = 0
     /// Cancels each scheduled session timer.
-    private var timers: [TimerID: () -> Void] = [:]
+    private var timers: [SessionTimer: () -> Void] = [:]
+
+    private struct SessionTimer: Hashable {
+        let role: SessionRole
+        let timer: TimerID
+    }
+
+    private enum MediaSessionState {
+        /// No media-cluster connection came yet.
+        case unused
+        /// Its first build is under way: media connections wait for it.
+        case firstBuild
+        case up
+        /// Lost or never built; its supervisor rebuilds it, media connections go primary.
+        case down
+    }
+
+    /// How long a silent new connection waits before it is admitted without its first bytes.
+    static let firstReadWait = Duration.milliseconds(250)
+    /// How long a media connection waits for the media session's first build.
+    static let mediaSessionWait = Duration.seconds(3)
 
     private enum Work {
-        case event(SessionEvent)
+        case event(SessionEvent, SessionRole)
         /// Hand a local connection's held bytes (and then its EOF) to the session.
         case pumpLocal(ConnectionID)
     }
@@ -52,6 +91,8 @@ final class RelayService {
     private var work: [Work] = []
     private var working = false
     private var stopCompletion: (() -> Void)?
+    /// The roles whose supervisors said `stopped`.
+    private var stoppedRoles: Set<SessionRole> = []
 
     private(set) var state = State.starting
     private(set) var carrier: CarrierMode?
@@ -102,15 +143,19 @@ final class RelayService {
         settings.requiredCarrier = CarrierMode(rawValue: configuration.carrier.rawValue)
         settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
         // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
-        client = HTTPClient(
-            endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop,
-            configuration: HTTPClient.Configuration(
-                maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
-                parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
-                offersHTTP2: configuration.http2))
-        supervisor = SessionSupervisor(
-            secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
-            browser: configuration.browser, settings: settings, random: SystemRandomNumberGenerator())
+        let clientConfiguration = HTTPClient.Configuration(
+            maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
+            parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
+            offersHTTP2: configuration.http2)
+        clients = SessionRole.allCases.map { [dialer] _ in
+            HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: clientConfiguration)
+        }
+        supervisors = SessionRole.allCases.map { [settings] role in
+            SessionSupervisor(
+                secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
+                browser: configuration.browser, settings: settings, identifierBase: role.identifierBase,
+                random: SystemRandomNumberGenerator())
+        }
         origin = loop.now
     }
 
@@ -126,12 +171,20 @@ final class RelayService {
     var connectionCount: Int { locals.count }
 
     /// Connections closed at once (limit) or after waiting for a session.
-    var refusedConnections: Int { supervisor.refusedConnections }
+    var refusedConnections: Int { supervisors.reduce(0) { $0 + $1.refusedConnections } }
 
-    /// The session's state in counts, for stall reports.
+    private var primary: SessionSupervisor { supervisors[SessionRole.primary.rawValue] }
+
+    /// The roles whose supervisors run.
+    private var activeRoles: [SessionRole] { mediaSession == .unused ? [.primary] : SessionRole.allCases }
+
+    /// The sessions' state in counts, for stall reports.
     var stateSummary: String {
-        supervisor.stateSummary
-            + "; http tasks \(requests.count), queued \(client.queuedRequestCount), connections \(client.openConnectionCount) (\(client.idleConnectionCount) idle)"
+        activeRoles.map { role in
+            let client = clients[role.rawValue]
+            return (role == .primary ? "" : "\(role) session: ") + supervisors[role.rawValue].stateSummary
+                + "; queued \(client.queuedRequestCount), connections \(client.openConnectionCount) (\(client.idleConnectionCount) idle)"
+        }.joined(separator: " | ") + "; http tasks \(requests.count)"
     }
 
     /// The relay as `status` and the metrics show it; `wallClockSeconds` is now (time(2)).
@@ -149,13 +202,15 @@ final class RelayService {
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
         let tlsConnections = TLSConnectionCounts(
-            http: client.connectionsOpened, httpResumed: client.connectionsResumed,
-            http2: client.connectionsOpenedHTTP2, webSocket: webSocketsOpened,
+            http: clients.reduce(0) { $0 + $1.connectionsOpened },
+            httpResumed: clients.reduce(0) { $0 + $1.connectionsResumed },
+            http2: clients.reduce(0) { $0 + $1.connectionsOpenedHTTP2 }, webSocket: webSocketsOpened,
             webSocketResumed: webSocketsResumed,
-            open: client.openConnectionCount + sockets.values.filter { $0.endpoint != nil }.count)
+            open: clients.reduce(0) { $0 + $1.openConnectionCount } + sockets.values.filter { $0.endpoint != nil }.count)
+        var frames = FrameCounts()
+        for supervisor in supervisors { frames.add(supervisor.frameCounts) }
         return RelaySnapshot(
-            status: status, counters: counters, frames: supervisor.frameCounts, queued: supervisor.queued,
-            tlsConnections: tlsConnections)
+            status: status, counters: counters, frames: frames, queued: primary.queued, tlsConnections: tlsConnections)
     }
 
     /// `state` in the operator's terms: is a session up, being built, or awaited.
@@ -210,16 +265,16 @@ final class RelayService {
             logger.info("listening on \(listen)", LogFields(stage: "listen"))
         }
         state = .connecting
-        handle(.start)
+        handle(.start, .primary)
         scheduleProgressCheck()
     }
 
     /// Ticks the session's stall watchdog a few times per `stallBound`, for as long as the
     /// relay runs.
     private func scheduleProgressCheck() {
-        let tick = loop.scheduleTimer(after: supervisor.settings.stallBound / 3) { [weak self] in
+        let tick = loop.scheduleTimer(after: primary.settings.stallBound / 3) { [weak self] in
             guard let self, state != .stopping, state != .stopped else { return }
-            handle(.progressCheck)
+            for role in activeRoles { handle(.progressCheck, role) }
             reportLocalCloses()
             connectionLinesLeft = Self.connectionLinesPerTick
             scheduleProgressCheck()
@@ -239,7 +294,7 @@ final class RelayService {
         listener = nil
         state = .stopping
         onStatusChange?()
-        handle(.shutdown)
+        for role in activeRoles { handle(.shutdown, role) }
     }
 
     /// Releases everything at once (the drain deadline passed).
@@ -274,7 +329,7 @@ final class RelayService {
         let total = since.reduce(0) { $0 + $1.1 }
         let reasons = since.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
         logger.info(
-            "closed \(total) local connection\(total == 1 ? "" : "s") in the last \(supervisor.settings.stallBound / 3): \(reasons)",
+            "closed \(total) local connection\(total == 1 ? "" : "s") in the last \(primary.settings.stallBound / 3): \(reasons)",
             LogFields(stage: "listen"))
     }
 
@@ -282,8 +337,8 @@ final class RelayService {
 
     private var now: MonotonicInstant { MonotonicInstant(sinceStart: loop.now - origin) }
 
-    private func handle(_ event: SessionEvent) {
-        work.append(.event(event))
+    private func handle(_ event: SessionEvent, _ role: SessionRole) {
+        work.append(.event(event, role))
         drain()
     }
 
@@ -293,18 +348,18 @@ final class RelayService {
         defer { working = false }
         while !work.isEmpty {
             switch work.removeFirst() {
-            case .event(let event):
-                perform(supervisor.handle(event, at: now))
+            case .event(let event, let role):
+                perform(supervisors[role.rawValue].handle(event, at: now), role)
             case .pumpLocal(let id):
                 pump(id)
             }
         }
     }
 
-    /// Hands what the connection holds to the session, within its allowance; then its EOF.
+    /// Hands what the connection holds to its session, within its allowance; then its EOF.
     private func pump(_ id: ConnectionID) {
-        guard let local = locals[id] else { return }
-        let allowance = supervisor.readAllowance(for: id)
+        guard let local = locals[id], let role = roles[id] else { return }
+        let allowance = supervisors[role.rawValue].readAllowance(for: id)
         let count = min(allowance, local.inbox.count)
         if count > 0 {
             // Hand the whole inbox over without copying; a held slice would make
@@ -318,14 +373,15 @@ final class RelayService {
                 local.inbox = Array(local.inbox[count...])
             }
             bytesUp += count
-            perform(supervisor.handle(.localRead(id, bytes), at: now))
+            perform(supervisors[role.rawValue].handle(.localRead(id, bytes), at: now), role)
         }
         guard let local = locals[id] else { return }
         if local.inbox.isEmpty, local.eofPending {
             local.eofPending = false
-            perform(supervisor.handle(.localEOF(id), at: now))
+            perform(supervisors[role.rawValue].handle(.localEOF(id), at: now), role)
             // The session no longer carries it: finish the connection (queued writes go first).
             if let local = locals.removeValue(forKey: id) { local.tcp.close() }
+            roles[id] = nil
             onStatusChange?()
             return
         }
@@ -340,57 +396,113 @@ final class RelayService {
         let local = LocalSocket(id: id, tcp: tcp, owner: self)
         locals[id] = local
         tcp.delegate = local
-        handle(.localAccepted(id))
-        locals[id]?.updateReading()
+        unadmitted[id] = schedule(after: Self.firstReadWait) { [weak self] in self?.admit(id, to: .primary) }
+        local.updateReading()
         onStatusChange?()
     }
 
+    /// Picks the session for a connection whose first read came: the media session for a
+    /// media-cluster init (the init complete in that read), when that session is used.
+    private func classify(_ id: ConnectionID, _ local: LocalSocket) {
+        let media = ObfuscatedInit(local.inbox, secret: configuration.secret)?.isMediaCluster ?? false
+        guard media, configuration.mediaSession, primary.sessionMode.map({ $0 != .websocketLanes }) ?? true else {
+            admit(id, to: .primary)
+            return
+        }
+        switch mediaSession {
+        case .up:
+            admit(id, to: .media)
+        case .down:
+            admit(id, to: .primary)
+        case .unused, .firstBuild:
+            unadmitted.removeValue(forKey: id)?()
+            awaitingMedia[id] = schedule(after: Self.mediaSessionWait) { [weak self] in
+                // Slow to build: count it as down until it comes up, so nothing else waits.
+                guard let self else { return }
+                if mediaSession == .firstBuild { mediaSession = .down }
+                admitAwaitingMedia(to: .primary)
+            }
+            if mediaSession == .unused {
+                mediaSession = .firstBuild
+                logger.info("building a media session for file downloads", LogFields(stage: "bootstrap"))
+                handle(.start, .media)
+            }
+        }
+    }
+
+    /// Hands a connection to a session; its held bytes follow.
+    private func admit(_ id: ConnectionID, to role: SessionRole) {
+        unadmitted.removeValue(forKey: id)?()
+        awaitingMedia.removeValue(forKey: id)?()
+        guard locals[id] != nil, roles[id] == nil else { return }
+        roles[id] = role
+        handle(.localAccepted(id), role)
+        work.append(.pumpLocal(id))
+        drain()
+    }
+
+    private func admitAwaitingMedia(to role: SessionRole) {
+        for id in awaitingMedia.keys.sorted() { admit(id, to: role) }
+    }
+
+    /// Runs `body` on the loop after `delay`; returns what cancels it.
+    private func schedule(after delay: Duration, _ body: @escaping () -> Void) -> () -> Void {
+        let timer = loop.scheduleTimer(after: delay, body)
+        return { [loop] in loop.cancelTimer(timer) }
+    }
+
     func localDataArrived(_ id: ConnectionID) {
+        if unadmitted[id] != nil, let local = locals[id] {
+            classify(id, local)
+            return
+        }
         work.append(.pumpLocal(id))
         drain()
     }
 
     func localDrained(_ id: ConnectionID) {
-        guard let written = locals[id]?.takeWrittenCount(), written > 0 else { return }
+        guard let role = roles[id], let written = locals[id]?.takeWrittenCount(), written > 0 else { return }
         bytesDown += written
-        handle(.localWritten(id, written))
+        handle(.localWritten(id, written), role)
     }
 
     func localClosed(_ id: ConnectionID, failed: Bool) {
         guard locals.removeValue(forKey: id) != nil else { return }
-        handle(failed ? .localError(id) : .localEOF(id))
+        unadmitted.removeValue(forKey: id)?()
+        awaitingMedia.removeValue(forKey: id)?()
+        if let role = roles.removeValue(forKey: id) { handle(failed ? .localError(id) : .localEOF(id), role) }
         onStatusChange?()
     }
 
     // MARK: WebSockets
 
-    func socketEvent(_ event: SessionEvent) {
-        handle(event)
+    func socketEvent(_ event: SessionEvent, _ role: SessionRole) {
+        handle(event, role)
     }
 
     func socketEnded(_ id: SocketID, clean: Bool) {
-        guard sockets.removeValue(forKey: id) != nil else { return }
-        handle(.webSocketClosed(id, clean: clean))
+        guard let socket = sockets.removeValue(forKey: id) else { return }
+        handle(.webSocketClosed(id, clean: clean), socket.role)
     }
 
     // MARK: Actions
 
     /// Takes each action out of the list before performing it, so a message it carries
     /// is uniquely referenced and the WebSocket can frame it in place.
-    private func perform(_ actions: consuming [SessionAction]) {
+    private func perform(_ actions: consuming [SessionAction], _ role: SessionRole) {
         var remaining = actions
         remaining.reverse()
-        while let action = remaining.popLast() { perform(action) }
+        while let action = remaining.popLast() { perform(action, role) }
     }
 
-    private func perform(_ action: consuming SessionAction) {
+    private func perform(_ action: consuming SessionAction, _ role: SessionRole) {
         switch consume action {
         case .sendHTTP(let id, let request, let deadline, let silence):
-            sendHTTP(id, request, timeout: now.duration(to: deadline), silence: silence)
+            sendHTTP(id, request, timeout: now.duration(to: deadline), silence: silence, role: role)
         case .cancelHTTP(let id):
             requests.removeValue(forKey: id)?.cancel()
         case .openWebSocket(let id, let request, let deadline):
-            openWebSocket(id, request, timeout: now.duration(to: deadline))
+            openWebSocket(id, request, timeout: now.duration(to: deadline), role: role)
         case .sendWebSocketMessage(let id, let message):
             guard let endpoint = sockets[id]?.endpoint else { return }
             do {
@@ -398,7 +510,7 @@ final class RelayService {
                 // The driver counts every message as buffered; the endpoint only reports a
                 // drain after its queue passed the high watermark, so say now what the
                 // kernel took at once (else the count only grows and the socket stalls).
-                work.append(.event(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount)))
+                work.append(.event(.webSocketDrained(id, bufferedBytes: endpoint.bufferedByteCount), role))
             } catch {
                 logger.debug("a WebSocket refused a message", LogFields(stage: "carrier", error: "\(error)"))
                 // A relay's Close may arrive in the same read as the messages before it, so
@@ -415,13 +527,14 @@ final class RelayService {
             guard let local = locals[id] else { return }
             guard let written = local.write(bytes) else {
                 locals[id] = nil
+                roles[id] = nil
                 local.tcp.abort()
-                work.append(.event(.localError(id)))
+                work.append(.event(.localError(id), role))
                 return
             }
             if written > 0 {
                 bytesDown += written
-                work.append(.event(.localWritten(id, written)))
+                work.append(.event(.localWritten(id, written), role))
             }
         case .pauseLocalRead(let id):
             locals[id]?.sessionAllowsReading = false
@@ -430,6 +543,7 @@ final class RelayService {
             locals[id]?.sessionAllowsReading = true
             work.append(.pumpLocal(id))
         case .closeLocal(let id, let reason):
+            roles[id] = nil
             guard let local = locals.removeValue(forKey: id) else { return }
             counters.localCloses[reason.label, default: 0] += 1
             if reason.flushesPendingWrites { local.tcp.close() } else { local.tcp.abort() }
@@ -442,14 +556,19 @@ final class RelayService {
             }
             onStatusChange?()
         case .schedule(let timer, let at):
-            timers.removeValue(forKey: timer)?()
+            let key = SessionTimer(role: role, timer: timer)
+            timers.removeValue(forKey: key)?()
             let scheduled = loop.scheduleTimer(at: origin + at.sinceStart) { [weak self] in
-                guard let self, timers.removeValue(forKey: timer) != nil else { return }
-                handle(.timerFired(timer))
+                guard let self, timers.removeValue(forKey: key) != nil else { return }
+                handle(.timerFired(timer), role)
             }
-            timers[timer] = { [loop] in loop.cancelTimer(scheduled) }
+            timers[key] = { [loop] in loop.cancelTimer(scheduled) }
         case .cancelTimer(let timer):
-            timers.removeValue(forKey: timer)?()
+            timers.removeValue(forKey: SessionTimer(role: role, timer: timer))?()
+        case .sessionUp(let mode) where role == .media:
+            mediaSession = .up
+            logger.info("media session up", LogFields(stage: "carrier", carrier: mode.rawValue))
+            admitAwaitingMedia(to: .media)
         case .sessionUp(let mode):
             state = .up
             carrier = mode
@@ -458,20 +577,33 @@ final class RelayService {
             logger.notice(
                 "session up", LogFields(event: .sessionUp, stage: "carrier", carrier: mode.rawValue, streams: locals.count))
             onStatusChange?()
+        case .sessionDown(let failure) where role == .media:
+            // Its streams are closed; new media connections use the primary session until
+            // the supervisor has rebuilt this one.
+            clients[role.rawValue].closeIdleConnections()
+            mediaSession = .down
+            logger.warning(
+                "media session down: \(redactor.redacted(failure.message))", LogFields(stage: "carrier", error: failure.kind.rawValue))
+            admitAwaitingMedia(to: .primary)
         case .sessionDown(let failure):
             sessionDown(failure)
+        case .log(let event) where role == .media:
+            logMedia(event)
         case .log(let event):
             log(event)
         case .stopped:
-            finishStopping()
+            stoppedRoles.insert(role)
+            if stoppedRoles.isSuperset(of: activeRoles) { finishStopping() }
         }
     }
 
-    private func sendHTTP(_ id: RequestID, _ request: CarrierRequest, timeout: Duration, silence: Duration?) {
+    private func sendHTTP(
+        _ id: RequestID, _ request: CarrierRequest, timeout: Duration, silence: Duration?, role: SessionRole
+    ) {
         let started = loop.now
         var httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
         httpRequest.silenceTimeout = silence
-        requests[id] = client.execute(httpRequest) { [weak self] result in
+        requests[id] = clients[role.rawValue].execute(httpRequest) { [weak self] result in
             guard let self, requests.removeValue(forKey: id) != nil else { return }
             switch result {
             case .success(let response):
@@ -483,7 +615,7 @@ final class RelayService {
                 if request.method != "DELETE" {
                     counters.recordRequest(carrier: carrier, duration: loop.now - started)
                 }
-                handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))))
+                handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))), role)
             case .failure(let error):
                 // A connection that cannot be opened (name resolution, proxy, TLS trust) is
                 // the operator's to fix: say why at warning level. The description names the
@@ -494,18 +626,18 @@ final class RelayService {
                 } else {
                     logger.debug(line, LogFields(stage: "http", error: "\(error.kind)"))
                 }
-                handle(.httpFailed(id))
+                handle(.httpFailed(id), role)
             }
         }
     }
 
-    private func openWebSocket(_ id: SocketID, _ request: CarrierRequest, timeout: Duration) {
+    private func openWebSocket(_ id: SocketID, _ request: CarrierRequest, timeout: Duration, role: SessionRole) {
         guard let configuration = RelayTransport.webSocketConfiguration(request, timeout: max(timeout, .milliseconds(1)))
         else {
-            work.append(.event(.webSocketUpgradeFailed(id, response: nil)))
+            work.append(.event(.webSocketUpgradeFailed(id, response: nil), role))
             return
         }
-        let socket = CarrierWebSocket(id: id, owner: self)
+        let socket = CarrierWebSocket(id: id, role: role, owner: self)
         sockets[id] = socket
         socket.attempt = WebSocketClient.connect(
             to: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: configuration
@@ -521,7 +653,7 @@ final class RelayService {
                 if endpoint.isSessionResumed { webSocketsResumed += 1 }
                 socket.endpoint = endpoint
                 endpoint.delegate = socket
-                handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)))
+                handle(.webSocketOpened(id, response: RelayTransport.switchedProtocols(subprotocol: configuration.subprotocol)), role)
             case .failure(let error):
                 sockets[id] = nil
                 // A refusal's status reaches the session-lost line; any other cause is only
@@ -532,14 +664,14 @@ final class RelayService {
                 } else {
                     logger.warning("a WebSocket upgrade failed", fields)
                 }
-                handle(.webSocketUpgradeFailed(id, response: RelayTransport.upgradeAnswer(error)))
+                handle(.webSocketUpgradeFailed(id, response: RelayTransport.upgradeAnswer(error)), role)
             }
         }
     }
 
     private func sessionDown(_ failure: SessionFailure) {
         // Nothing pooled for a lost session is trusted: the next one dials afresh.
-        client.closeIdleConnections()
+        clients[SessionRole.primary.rawValue].closeIdleConnections()
         let wasUp = state == .up
         if state != .stopping { state = .down }
         carrier = nil
@@ -588,12 +720,29 @@ final class RelayService {
         }
     }
 
+    /// The media session's own lines: what needs the operator stays at its level, the
+    /// routine of building and retrying goes to debug.
+    private func logMedia(_ event: SessionLogEvent) {
+        switch event {
+        case .streamAborted, .sessionStalled, .localConnectionRefused:
+            log(event)
+        case .bootstrapping, .bridgePageParsed, .requestRetry, .rebuildScheduled, .idleSessionRecycled,
+            .sessionDeleted:
+            logger.debug("media session: \(event)", LogFields(stage: "carrier"))
+        }
+    }
+
     private func finishStopping() {
         state = .stopped
         listener?.close()
         listener = nil
         for local in locals.values { local.tcp.abort() }
         locals = [:]
+        roles = [:]
+        for cancel in unadmitted.values { cancel() }
+        unadmitted = [:]
+        for cancel in awaitingMedia.values { cancel() }
+        awaitingMedia = [:]
         for request in requests.values { request.cancel() }
         requests = [:]
         for socket in sockets.values { socket.close() }
@@ -602,12 +751,25 @@ final class RelayService {
         timers = [:]
         cancelProgressCheck?()
         cancelProgressCheck = nil
-        client.shutdown()
+        for client in clients { client.shutdown() }
         onStatusChange?()
         let completion = stopCompletion
         stopCompletion = nil
         completion?()
     }
+}
+
+/// Which of a relay's sessions carries a local connection.
+enum SessionRole: Int, CaseIterable, CustomStringConvertible {
+    /// Every connection but the media cluster's, and those too while the media session is down.
+    case primary
+    /// Telegram's media-cluster connections (file downloads), on a TCP flow of their own.
+    case media
+
+    /// Where the role's request and socket ids start, so the two supervisors' never meet.
+    var identifierBase: UInt64 { UInt64(rawValue) << 56 }
+
+    var description: String { self == .primary ? "primary" : "media" }
 }
 
 /// A relay cannot be started with its configuration.

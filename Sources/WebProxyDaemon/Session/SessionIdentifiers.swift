@@ -38,9 +38,12 @@ public enum TimerID: Hashable, Sendable {
     case laneIdle
 }
 
-/// Hands out request and socket ids, unique for the life of the supervisor.
+/// Hands out request and socket ids, unique for the life of the supervisor; supervisors
+/// that share a shell start from bases far enough apart never to meet.
 struct IdentifierSource: Sendable {
-    private var next: UInt64 = 1
+    private var next: UInt64
+
+    init(base: UInt64 = 0) { next = base + 1 }
 
     mutating func request() -> RequestID {
         defer { next += 1 }

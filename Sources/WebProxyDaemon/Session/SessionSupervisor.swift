@@ -44,7 +44,7 @@ public struct SessionSupervisor: Sendable {
     private var reconnect: ReconnectPolicy<MonotonicInstant>
     /// Connections waiting for a session, in arrival order.
     private var waiting: [ConnectionID] = []
-    private var ids = IdentifierSource()
+    private var ids: IdentifierSource
     private var random: RandomSource
     /// Local connections closed without reaching the relay (limit or admission wait).
     public private(set) var refusedConnections = 0
@@ -54,10 +54,13 @@ public struct SessionSupervisor: Sendable {
     public private(set) var queued = QueuedBytes()
 
     /// A supervisor for the relay at `host` (under `basePath`) with proxy secret `secret`.
+    /// Its request and socket ids start above `identifierBase`.
     public init(
         secret: ProxySecret, host: RelayHost, basePath: BasePath?, browser: BrowserHeaders = .chromium,
-        settings: SessionSettings = SessionSettings(), random: some RandomNumberGenerator & Sendable
+        settings: SessionSettings = SessionSettings(), identifierBase: UInt64 = 0,
+        random: some RandomNumberGenerator & Sendable
     ) {
+        ids = IdentifierSource(base: identifierBase)
         self.secret = secret
         self.host = host
         self.basePath = basePath

@@ -140,6 +140,8 @@ public final class TestRelayServer: @unchecked Sendable {
 
     /// Live sessions (loop thread).
     public var sessionCount: Int { engine.sessionCount }
+    /// Each live session's open streams, fewest first (loop thread).
+    public var streamsPerSession: [Int] { engine.streamsPerSession }
     /// TLS connections clients have opened to the relay so far.
     public var connectionsAccepted: Int { http?.connectionsAccepted ?? 0 }
     /// Says GOAWAY on every HTTP/2 connection, as a front restarting gracefully does.

@@ -1,0 +1,82 @@
+import Testing
+import WebProxyCore
+import WebProxyNet
+import WebProxyTestRelay
+import WebProxyTestSupport
+
+@testable import WebProxyDaemon
+
+/// Telegram's media-cluster connections (a negative DC id in the obfuscated2 init) get a
+/// relay session of their own, so downloads do not share chat's TCP flow; every other
+/// connection stays on the primary session, and nothing is lost when the media session
+/// cannot be had.
+@Suite(.serialized) struct MediaSessionTests {
+    /// The first bytes of a Telegram connection to `dc` for the harness's secret.
+    static func opening(dc: Int16) throws -> [UInt8] {
+        let probe = try #require(MTProxyProbe(
+            secret: try ProxySecret(parsing: RelayServerHarness.secret), dc: dc, initBytes: MTProxyProbeTests.initBytes,
+            nonce: MTProxyProbeTests.nonce, padding: [], messageID: MTProxyProbeTests.messageID))
+        return probe.openingBytes
+    }
+
+    /// Opens a connection to `dc`, echoes `payload` behind its opening; the client, left open.
+    static func echo(_ rig: EndToEndRig, dc: Int16, payload: [UInt8]) throws -> BlockingClient {
+        let client = try #require(rig.connect(timeoutSeconds: 30))
+        let sent = try opening(dc: dc) + payload
+        #expect(client.send(sent))
+        #expect(client.receive(count: sent.count) == sent, "DC \(dc): the echo differs")
+        return client
+    }
+
+    @Test(arguments: [CarrierMode.websocket, .https, .httpsLanes])
+    func mediaConnectionsShareASessionOfTheirOwn(mode: CarrierMode) async throws {
+        let rig = try await EndToEndRig(mode: mode)
+        let payloads = testPayloads(count: 3, size: 256 << 10, seed: 12)
+        let chat = try Self.echo(rig, dc: 2, payload: payloads[0])
+        let downloads = try [-2, -4].enumerated().map { index, dc in
+            try Self.echo(rig, dc: Int16(dc), payload: payloads[index + 1])
+        }
+        let streams = try await rig.harness.withRelay { $0.streamsPerSession }
+        #expect(streams == [1, 2], "\(mode): streams per relay session \(streams)")
+        #expect(rig.lines.contains { $0.contains("media session up") })
+        // The media session's requests use connections of their own: the chat's flow is not theirs.
+        if TestCertificateAuthority.testServerALPN.first == "h2", mode != .websocket {
+            #expect(try await rig.harness.withRelay { $0.connectionsAccepted } == 2)
+        }
+        for client in [chat] + downloads { client.close() }
+        await rig.stop()
+        rig.expectNoCredentials()
+    }
+
+    @Test func websocketLanesAndTheKeyOffKeepOneSession() async throws {
+        for (mode, enabled) in [(CarrierMode.websocketLanes, true), (.websocket, false)] {
+            let rig = try await EndToEndRig(mode: mode) { $0.mediaSession = enabled }
+            let chat = try Self.echo(rig, dc: 2, payload: Array(repeating: 1, count: 1000))
+            let download = try Self.echo(rig, dc: -2, payload: Array(repeating: 2, count: 1000))
+            let streams = try await rig.harness.withRelay { $0.streamsPerSession }
+            #expect(streams == [2], "\(mode), media-session \(enabled): \(streams)")
+            chat.close()
+            download.close()
+            await rig.stop()
+        }
+    }
+
+    /// A relay that grants one session: the media session's creation is refused, and media
+    /// connections are carried by the primary session after the bounded wait.
+    @Test func aRefusedMediaSessionLeavesMediaOnThePrimarySession() async throws {
+        var limits = RelayLimits()
+        limits.maxSessions = 1
+        let rig = try await EndToEndRig(mode: .websocket, limits: limits)
+        let chat = try Self.echo(rig, dc: 2, payload: Array(repeating: 1, count: 1000))
+        let download = try Self.echo(rig, dc: -2, payload: testPayloads(count: 1, size: 128 << 10, seed: 3)[0])
+        let streams = try await rig.harness.withRelay { $0.streamsPerSession }
+        #expect(streams == [2])
+        // Later media connections do not wait again while the media session is not up.
+        let clock = ContinuousClock()
+        let started = clock.now
+        let second = try Self.echo(rig, dc: -2, payload: Array(repeating: 3, count: 1000))
+        #expect(clock.now - started < RelayService.mediaSessionWait)
+        for client in [chat, download, second] { client.close() }
+        await rig.stop()
+    }
+}
