@@ -1,7 +1,9 @@
+import WebProxyDaemon
 import WebProxyNet
 
-/// The TCP backend every benchmarked path ends at. The first byte of a connection picks
-/// what it does with the rest:
+/// The TCP backend every benchmarked path ends at. It skips the 64-byte obfuscated2 init a
+/// connection opens with (as an MTProxy would read it); the next byte picks what it does
+/// with the rest:
 ///
 /// - `E`: echo every byte back;
 /// - `U` + 8-byte big-endian count: read and discard that many bytes, then send one `K`
@@ -61,6 +63,8 @@ final class BenchBackend {
     private final class Handler: TCPConnectionDelegate {
         let connection: TCPConnection
         var closed: (() -> Void)?
+        /// Init bytes still to skip.
+        private var initLeft = ObfuscatedInit.length
         private var header: [UInt8] = []
         private var mode: Mode?
         private var remaining: UInt64 = 0
@@ -70,7 +74,11 @@ final class BenchBackend {
 
         func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
             var body = bytes[...]
+            let skipped = min(initLeft, body.count)
+            initLeft -= skipped
+            body = body.dropFirst(skipped)
             if mode == nil {
+                guard !body.isEmpty else { return }
                 while header.count < 9, let byte = body.first {
                     header.append(byte)
                     body = body.dropFirst()

@@ -56,7 +56,10 @@ enum WANScenario {
         guard let client = BlockingClient.load(port: port, timeoutSeconds: 120) else { return nil }
         defer { client.close() }
         let start = ProcessProbe.now()
-        guard client.begin(download ? .download : .upload, count: UInt64(bytes)) else { return nil }
+        // Downloads go to a media cluster, as Telegram Desktop's file downloads do; uploads to the DC.
+        guard client.begin(download ? .download : .upload, count: UInt64(bytes), dc: download ? -2 : 2) else {
+            return nil
+        }
         if download {
             guard client.receiveDiscarding(bytes) else { return nil }
         } else {

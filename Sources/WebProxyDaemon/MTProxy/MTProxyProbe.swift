@@ -47,24 +47,23 @@ struct MTProxyProbe {
     /// to the packet for a dd secret only) and an MTProto `messageID`. Nil when a length is wrong.
     init?(secret: ProxySecret, dc: Int16, initBytes: [UInt8], nonce: [UInt8], padding: [UInt8], messageID: UInt64) {
         guard initBytes.count == ObfuscatedInit.length, nonce.count == 16, padding.count < 16 else { return nil }
+        let header = ObfuscatedInit(transport: secret.isPadded ? .paddedIntermediate : .intermediate, dc: dc)
+        guard let wireInit = header.clientBytes(secret: secret, random: initBytes) else { return nil }
+        // Bytes 8..<56 go out in the clear and carry both directions' key material.
         let key = Array(secret.bytes.suffix(16))
-        var plainInit = initBytes
-        let tag: UInt8 = secret.isPadded ? 0xDD : 0xEE
-        plainInit.replaceSubrange(56..<60, with: [tag, tag, tag, tag])
-        plainInit.replaceSubrange(60..<62, with: Self.littleEndian(UInt16(bitPattern: dc)))
-        let material = Array(plainInit[8..<56])
+        let material = Array(wireInit[8..<56])
         let up = ObfuscatedInit.directionKeys(material, secretKey: key)
         let down = ObfuscatedInit.directionKeys(material.reversed(), secretKey: key)
         guard let encryptor = AESCounterCipher(key: up.key, iv: up.iv),
             let decryptor = AESCounterCipher(key: down.key, iv: down.iv)
         else { return nil }
-        let encryptedInit = encryptor.apply(plainInit)
+        _ = encryptor.apply(wireInit)  // the counter runs on past the init
         let message = Self.reqPQMulti(nonce: nonce, messageID: messageID)
         let body = message + (secret.isPadded ? padding : [])
         let packet = Self.littleEndian(UInt32(body.count)) + body
         self.nonce = nonce
         self.decryptor = decryptor
-        openingBytes = Array(plainInit[0..<56]) + encryptedInit[56..<64] + encryptor.apply(packet)
+        openingBytes = wireInit + encryptor.apply(packet)
     }
 
     /// Whether random init bytes can open a connection: the first byte is not 0xef
