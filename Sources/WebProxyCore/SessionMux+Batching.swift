@@ -32,7 +32,8 @@ extension SessionMux {
     /// 2 MiB) and `maxFrames` frames (1...4096).
     public mutating func nextBatch(
         maxBytes: Int = FrameLimits.defaultBatchBytes,
-        maxFrames: Int = FrameLimits.maxFramesPerBatch
+        maxFrames: Int = FrameLimits.maxFramesPerBatch,
+        paced allowance: UplinkAllowance? = nil
     ) -> [UInt8]? {
         guard hasPendingUplink else { return nil }
         var plan = BatchPlan(maxBytes: maxBytes, maxFrames: maxFrames, frames: takeScratchFrames())
@@ -54,14 +55,27 @@ extension SessionMux {
             streams[id]?.openPending = false
         }
         // Every OPEN that did not fit leaves no room for DATA either, and queued bytes are
-        // within credit, so the guard below never stops a rotation that could go on.
-        while plan.dataRoom > 0, let id = dataRotation.popFirst() {
+        // within credit, so the guard below never stops a rotation that could go on. A bulk
+        // stream the allowance holds back keeps its turn for the next batch while lighter
+        // streams behind it go on.
+        var bulkLeft = allowance?.bulkBytes ?? .max
+        var heldBack = 0
+        while plan.dataRoom > 0, heldBack < dataRotation.count, let id = dataRotation.popFirst() {
             guard let index = streams.index(forKey: id) else { continue }
-            let payload = streams.values[index].openPending ? [] : takeData(at: index, max: plan.dataRoom)
+            let light = allowance.map { streams.values[index].queue.byteCount <= $0.lightStreamBytes } ?? true
+            let room = light ? plan.dataRoom : min(plan.dataRoom, bulkLeft)
+            guard room > 0 || streams.values[index].openPending else {
+                dataRotation.append(id)
+                heldBack += 1
+                continue
+            }
+            let payload = streams.values[index].openPending ? [] : takeData(at: index, max: room)
             guard !payload.isEmpty else {
                 dataRotation.append(id)
                 break
             }
+            heldBack = 0
+            if !light { bulkLeft -= payload.count }
             plan.add(.data(stream: id, payload: payload))
             if !streams.values[index].queue.isEmpty {
                 dataRotation.append(id)
@@ -78,7 +92,8 @@ extension SessionMux {
     public mutating func nextLaneBatch(
         for lane: StreamID,
         maxBytes: Int = FrameLimits.defaultBatchBytes,
-        maxFrames: Int = FrameLimits.maxFramesPerBatch
+        maxFrames: Int = FrameLimits.maxFramesPerBatch,
+        paced allowance: UplinkAllowance? = nil
     ) -> [UInt8]? {
         guard hasPendingUplink(for: lane) else { return nil }
         var plan = BatchPlan(maxBytes: maxBytes, maxFrames: maxFrames, frames: takeScratchFrames())
@@ -98,9 +113,12 @@ extension SessionMux {
             {
                 plan.add(frame)
             }
-            while !streams.values[index].openPending, plan.dataRoom > 0 {
-                let payload = takeData(at: index, max: plan.dataRoom)
+            let light = allowance.map { streams.values[index].queue.byteCount <= $0.lightStreamBytes } ?? true
+            var bulkLeft = light ? Int.max : allowance?.bulkBytes ?? .max
+            while !streams.values[index].openPending, plan.dataRoom > 0, bulkLeft > 0 {
+                let payload = takeData(at: index, max: min(plan.dataRoom, bulkLeft))
                 guard !payload.isEmpty else { break }
+                bulkLeft -= payload.count
                 plan.add(.data(stream: lane, payload: payload))
             }
             closeIfFinished(lane)
@@ -109,6 +127,18 @@ extension SessionMux {
     }
 
     private static let windowFrameLength = Frame.headerLength + 4
+
+    /// What an uplink pacer lets a batch carry: at most `bulkBytes` of DATA from streams with
+    /// more than `lightStreamBytes` queued (bulk); lighter streams (chat) are not held back.
+    public struct UplinkAllowance: Hashable, Sendable {
+        public var bulkBytes: Int
+        public var lightStreamBytes: Int
+
+        public init(bulkBytes: Int, lightStreamBytes: Int) {
+            self.bulkBytes = bulkBytes
+            self.lightStreamBytes = lightStreamBytes
+        }
+    }
 
     /// Turns a stream's pending receive credit into one WINDOW frame and counts it as given.
     private mutating func takeWindowUpdate(at index: Dictionary<StreamID, StreamState>.Index) -> Frame? {
@@ -126,6 +156,7 @@ extension SessionMux {
         let count = min(limit, streams.values[index].queue.frontCount, streams.values[index].sendWindow.available)
         guard count > 0, streams.values[index].sendWindow.consume(count) else { return [] }
         queuedBytes -= count
+        uplinkBytesSent += count
         return streams.values[index].queue.removeFront(count)
     }
 

@@ -122,6 +122,12 @@ public struct SessionMux: Sendable {
     /// Uplink bytes of all live streams that no WINDOW has returned yet: what the session
     /// may have charged to the relay's pending budget (PROTOCOL.md §4.6), at most.
     public private(set) var unacknowledgedUplinkBytes = 0
+    /// Uplink bytes of live streams sent in batches that no WINDOW has returned yet.
+    public var uplinkBytesInFlight: Int { unacknowledgedUplinkBytes - queuedBytes }
+    /// DATA bytes put into uplink batches over the session's life.
+    public internal(set) var uplinkBytesSent = 0
+    /// Uplink bytes WINDOW frames returned over the session's life.
+    public private(set) var uplinkBytesAcknowledged = 0
 
     private(set) var nextStreamID: UInt32
     var streams: [StreamID: StreamState] = [:]
@@ -271,6 +277,7 @@ public struct SessionMux: Sendable {
             let acknowledged = min(Int(delta), streams.values[index].unacknowledged)
             streams.values[index].unacknowledged -= acknowledged
             unacknowledgedUplinkBytes -= acknowledged
+            uplinkBytesAcknowledged += acknowledged
             // At the 2^32−1 ceiling a grant may add nothing; only report real new credit.
             let unblocked = wasBlocked && streams.values[index].availableSendCredit > 0
             return unblocked ? .sendCreditAvailable(id) : nil

@@ -19,7 +19,7 @@ struct ConfigurationParser {
     static let relayKeys = [
         "link", "host", "base-path", "secret", "secret-file", "secret-credential", "listen",
         "allow-non-loopback", "carrier", "ca-file", "pin-sha256", "connect-to", "proxy",
-        "max-streams", "user-agent", "http2", "media-session",
+        "max-streams", "user-agent", "http2", "media-session", "pace-uploads",
     ]
     /// The keys the `[daemon]` section accepts.
     static let daemonKeys = ["metrics", "log-level", "allow-non-loopback"]
@@ -268,13 +268,14 @@ struct ConfigurationParser {
         let userAgent = value(section, "user-agent", RelayConfiguration.parseUserAgent)
         let http2 = value(section, "http2", Self.parseBool) ?? true
         let mediaSession = value(section, "media-session", Self.parseBool) ?? true
+        let paceUploads = value(section, "pace-uploads", Self.parseBool) ?? true
 
         guard errors.count == errorCount, let identity, let listen else { return nil }
         return RelayConfiguration(
             name: name, host: identity.host, basePath: identity.basePath, secret: identity.secret,
             listen: listen, allowNonLoopback: allowNonLoopback, carrier: carrier, caFile: caFile,
             pins: pins, connectTo: connectTo, proxy: proxy, maxStreams: maxStreams, userAgent: userAgent,
-            http2: http2, mediaSession: mediaSession)
+            http2: http2, mediaSession: mediaSession, paceUploads: paceUploads)
     }
 
     /// Host, base path and secret: from `link`, or from `host` (+ `base-path`) and exactly

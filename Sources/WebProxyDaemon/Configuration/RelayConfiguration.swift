@@ -39,6 +39,9 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// session of their own, and with it their own TCP flow, so chat does not queue behind
     /// them (`SessionRole`). Not used on websocket-lanes, whose streams have a flow each.
     public var mediaSession: Bool
+    /// Whether the websocket carrier paces bulk uploads (`UplinkPacer`): chat stays quick
+    /// beside them, at some of the upload rate.
+    public var paceUploads: Bool
 
     /// The relay's `max_streams_per_session`: the default and the upper bound.
     public static let maxStreamsLimit = 128
@@ -52,7 +55,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 carrier: CarrierChoice = .follow, caFile: String? = nil, pins: [SPKIPin] = [],
                 connectTo: HostAndPort? = nil, proxy: UpstreamProxy? = nil,
                 maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil,
-                http2: Bool = true, mediaSession: Bool = true) {
+                http2: Bool = true, mediaSession: Bool = true, paceUploads: Bool = true) {
         self.name = name
         self.host = host
         self.basePath = basePath
@@ -68,6 +71,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
         self.userAgent = userAgent
         self.http2 = http2
         self.mediaSession = mediaSession
+        self.paceUploads = paceUploads
     }
 
     /// The browser whose requests the relay sees.

@@ -43,7 +43,7 @@ extension SessionDriver {
             guard table.uplinkInFlight(lane: lane) == nil, mux.hasPendingUplink(for: lane) else { continue }
             // A new lane waits (its OPEN stays queued) while the relay's lane cap is reached.
             guard table.contains(lane) || table.liveLaneCount < LaneTable.maxLiveLanes else { continue }
-            guard let body = mux.nextLaneBatch(for: lane, maxBytes: batchLimit) else { continue }
+            guard let body = mux.nextLaneBatch(for: lane, maxBytes: batchLimit, paced: uplinkAllowance) else { continue }
             do {
                 guard let request = try table.nextUplinkRequest(lane: lane, body: body) else { continue }
                 step.frames.sent += FrameCounts.frames(inBatch: body)

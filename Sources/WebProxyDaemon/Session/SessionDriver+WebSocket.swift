@@ -148,7 +148,7 @@ extension SessionDriver {
     mutating func pumpSessionSocket(step: inout SessionStep) {
         guard let id = sessionSocket, sockets[id]?.phase == .open else { return }
         while let buffered = sockets[id]?.bufferedBytes, buffered < batchLimit,
-            let batch = mux.nextBatch(maxBytes: batchLimit)
+            let batch = mux.nextBatch(maxBytes: batchLimit, paced: uplinkAllowance)
         {
             sockets[id]?.bufferedBytes = buffered + batch.count
             step.frames.sent += FrameCounts.frames(inBatch: batch)
@@ -164,7 +164,7 @@ extension SessionDriver {
             guard let socket = sockets[id] else { continue }
             if socket.phase == .open {
                 while let buffered = sockets[id]?.bufferedBytes, buffered < batchLimit,
-                    let batch = mux.nextLaneBatch(for: lane, maxBytes: batchLimit)
+                    let batch = mux.nextLaneBatch(for: lane, maxBytes: batchLimit, paced: uplinkAllowance)
                 {
                     sockets[id]?.bufferedBytes = buffered + batch.count
                     step.frames.sent += FrameCounts.frames(inBatch: batch)

@@ -39,6 +39,8 @@ struct SessionDriver: Sendable {
     /// The session's uplink budget now: `settings.uplinkBudget`, lowered while the relay
     /// signals pressure (503 on `/up`).
     private(set) var uplinkBudget: Int
+    /// How much uplink the path needs in flight, from the relay's WINDOW returns.
+    private(set) var pacer = UplinkPacer()
     /// When a byte or a relay frame last moved (for the watchdog); nil before `start`.
     private(set) var lastProgress: MonotonicInstant?
 
@@ -142,6 +144,17 @@ struct SessionDriver: Sendable {
         let globalRoom = settings.globalQueueLimit - mux.queuedBytes - writeQueuedTotal
         let budgetRoom = uplinkBudget - mux.unacknowledgedUplinkBytes
         return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom, budgetRoom))
+    }
+
+    /// What the pacer lets the next batch carry of bulk DATA: the room under its target,
+    /// in pieces of at most one DATA chunk, so each batch (one WebSocket message, which the
+    /// relay acknowledges whole) is small against the path. Nil when pacing is off and on
+    /// every carrier but websocket (see `UplinkPacer`).
+    var uplinkAllowance: SessionMux.UplinkAllowance? {
+        guard settings.pacesUplink, mode == .websocket else { return nil }
+        let room = max(0, pacer.target - mux.uplinkBytesInFlight)
+        return SessionMux.UplinkAllowance(
+            bulkBytes: min(room, FrameLimits.clientDataChunk), lightStreamBytes: UplinkPacer.lightStreamBytes)
     }
 
     /// The relay refused an `/up` for want of room (503): halve the uplink budget.
@@ -380,6 +393,7 @@ struct SessionDriver: Sendable {
     /// Sends what the uplink holds, then tells the shell which connections to read.
     private mutating func finishStep(step: inout SessionStep) {
         guard isRunning else { return }
+        pacer.acknowledged(total: mux.uplinkBytesAcknowledged, at: step.now)
         switch mode {
         case .https: pumpHTTPSUplink(step: &step)
         case .httpsLanes: pumpLaneUplinks(step: &step)
@@ -387,6 +401,7 @@ struct SessionDriver: Sendable {
         case .websocketLanes: pumpLaneSockets(step: &step)
         }
         guard isRunning else { return }
+        pacer.sent(total: mux.uplinkBytesSent, acknowledged: mux.uplinkBytesAcknowledged, at: step.now)
         var largestStream = 0
         for connection in connections.keys.sorted() {
             guard let local = connections[connection] else { continue }

@@ -48,6 +48,9 @@ public struct SessionSettings: Hashable, Sendable {
     public var reconnect: ReconnectSettings
     /// The carrier the relay must select (`carrier =` pinned); nil follows the relay.
     public var requiredCarrier: CarrierMode?
+    /// Whether `UplinkPacer` bounds what bulk streams have in flight. Tests of the budget and
+    /// credit arithmetic turn it off so they see those bounds alone.
+    public var pacesUplink: Bool
 
     public init(
         maxStreams: Int = 128,
@@ -65,7 +68,8 @@ public struct SessionSettings: Hashable, Sendable {
         windowUpdateThreshold: Int = SessionMux.defaultWindowUpdateThreshold,
         retry: RetryPolicy = .relayDefault,
         reconnect: ReconnectSettings = .standard,
-        requiredCarrier: CarrierMode? = nil
+        requiredCarrier: CarrierMode? = nil,
+        pacesUplink: Bool = true
     ) {
         self.maxStreams = maxStreams
         self.perStreamQueueLimit = perStreamQueueLimit
@@ -83,5 +87,6 @@ public struct SessionSettings: Hashable, Sendable {
         self.retry = retry
         self.reconnect = reconnect
         self.requiredCarrier = requiredCarrier
+        self.pacesUplink = pacesUplink
     }
 }

@@ -19,7 +19,7 @@ private let relayBody = "link = \(rootLink)\nlisten = 127.0.0.1:8443\n"
             "test.conf:4: error: Unknown key 'cafile' in [relay home] (did you mean 'ca-file'?)",
         ]),
         .init(label: "unknown key without a near match", text: "[relay home]\n" + relayBody + "colour = blue\n", expected: [
-            "test.conf:4: error: Unknown key 'colour' in [relay home] (known keys: link, host, base-path, secret, secret-file, secret-credential, listen, allow-non-loopback, carrier, ca-file, pin-sha256, connect-to, proxy, max-streams, user-agent, http2, media-session)",
+            "test.conf:4: error: Unknown key 'colour' in [relay home] (known keys: link, host, base-path, secret, secret-file, secret-credential, listen, allow-non-loopback, carrier, ca-file, pin-sha256, connect-to, proxy, max-streams, user-agent, http2, media-session, pace-uploads)",
         ]),
         .init(label: "user-agent with a control character", text: "[relay home]\n" + relayBody + "user-agent = Mozilla/5.0\u{7}\n", expected: [
             "test.conf:4: error: user-agent must be 1 to 512 printable ASCII characters (e.g. the User-Agent of your own browser, from its about:version page)",
