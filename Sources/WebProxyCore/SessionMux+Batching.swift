@@ -62,8 +62,8 @@ extension SessionMux {
         var heldBack = 0
         while plan.dataRoom > 0, heldBack < dataRotation.count, let id = dataRotation.popFirst() {
             guard let index = streams.index(forKey: id) else { continue }
-            let light = allowance.map { streams.values[index].queue.byteCount <= $0.lightStreamBytes } ?? true
-            let room = light ? plan.dataRoom : min(plan.dataRoom, bulkLeft)
+            let bulk = allowance.flatMap { bulkRoom(at: index, $0, batchLeft: bulkLeft) }
+            let room = bulk.map { min($0, plan.dataRoom) } ?? plan.dataRoom
             guard room > 0 || streams.values[index].openPending else {
                 dataRotation.append(id)
                 heldBack += 1
@@ -75,7 +75,7 @@ extension SessionMux {
                 break
             }
             heldBack = 0
-            if !light { bulkLeft -= payload.count }
+            if bulk != nil { bulkLeft -= payload.count }
             plan.add(.data(stream: id, payload: payload))
             if !streams.values[index].queue.isEmpty {
                 dataRotation.append(id)
@@ -113,8 +113,7 @@ extension SessionMux {
             {
                 plan.add(frame)
             }
-            let light = allowance.map { streams.values[index].queue.byteCount <= $0.lightStreamBytes } ?? true
-            var bulkLeft = light ? Int.max : allowance?.bulkBytes ?? .max
+            var bulkLeft = allowance.flatMap { bulkRoom(at: index, $0, batchLeft: $0.bulkBytes) } ?? .max
             while !streams.values[index].openPending, plan.dataRoom > 0, bulkLeft > 0 {
                 let payload = takeData(at: index, max: min(plan.dataRoom, bulkLeft))
                 guard !payload.isEmpty else { break }
@@ -129,15 +128,30 @@ extension SessionMux {
     private static let windowFrameLength = Frame.headerLength + 4
 
     /// What an uplink pacer lets a batch carry: at most `bulkBytes` of DATA from streams with
-    /// more than `lightStreamBytes` queued (bulk); lighter streams (chat) are not held back.
+    /// more than `lightStreamBytes` queued (bulk), and no bulk stream more than
+    /// `streamInFlight` sent and not yet returned by WINDOW; lighter streams (chat) are not held
+    /// back. A per-stream bound keeps a stream whose relay backend stopped reading from holding
+    /// the others back.
     public struct UplinkAllowance: Hashable, Sendable {
         public var bulkBytes: Int
+        public var streamInFlight: Int
         public var lightStreamBytes: Int
 
-        public init(bulkBytes: Int, lightStreamBytes: Int) {
+        public init(bulkBytes: Int, streamInFlight: Int, lightStreamBytes: Int) {
             self.bulkBytes = bulkBytes
+            self.streamInFlight = streamInFlight
             self.lightStreamBytes = lightStreamBytes
         }
+    }
+
+    /// The DATA a bulk stream may add to the batch under `allowance`; nil for a light stream.
+    private func bulkRoom(
+        at index: Dictionary<StreamID, StreamState>.Index, _ allowance: UplinkAllowance, batchLeft: Int
+    ) -> Int? {
+        let state = streams.values[index]
+        guard state.queue.byteCount > allowance.lightStreamBytes else { return nil }
+        let inFlight = state.unacknowledged - state.queue.byteCount
+        return max(0, min(batchLeft, allowance.streamInFlight - inFlight))
     }
 
     /// Turns a stream's pending receive credit into one WINDOW frame and counts it as given.

@@ -122,8 +122,6 @@ public struct SessionMux: Sendable {
     /// Uplink bytes of all live streams that no WINDOW has returned yet: what the session
     /// may have charged to the relay's pending budget (PROTOCOL.md §4.6), at most.
     public private(set) var unacknowledgedUplinkBytes = 0
-    /// Uplink bytes of live streams sent in batches that no WINDOW has returned yet.
-    public var uplinkBytesInFlight: Int { unacknowledgedUplinkBytes - queuedBytes }
     /// DATA bytes put into uplink batches over the session's life.
     public internal(set) var uplinkBytesSent = 0
     /// Uplink bytes WINDOW frames returned over the session's life.
@@ -367,6 +365,11 @@ public struct SessionMux: Sendable {
     /// Bytes queued on `stream` and not yet in a batch.
     public func queuedBytes(on stream: StreamID) -> Int {
         streams[stream]?.queue.byteCount ?? 0
+    }
+
+    /// Streams with more than `bytes` of uplink that no WINDOW has returned yet.
+    public func streamCount(unacknowledgedOver bytes: Int) -> Int {
+        streams.values.reduce(0) { $0 + ($1.unacknowledged > bytes ? 1 : 0) }
     }
 
     /// Bytes delivered to the daemon on `stream` and not yet reported written.

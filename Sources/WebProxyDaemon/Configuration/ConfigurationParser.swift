@@ -268,7 +268,7 @@ struct ConfigurationParser {
         let userAgent = value(section, "user-agent", RelayConfiguration.parseUserAgent)
         let http2 = value(section, "http2", Self.parseBool) ?? true
         let mediaSession = value(section, "media-session", Self.parseBool) ?? true
-        let paceUploads = value(section, "pace-uploads", Self.parseBool) ?? true
+        let paceUploads = value(section, "pace-uploads", Self.parseBool) ?? false
 
         guard errors.count == errorCount, let identity, let listen else { return nil }
         return RelayConfiguration(

@@ -40,7 +40,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// them (`SessionRole`). Not used on websocket-lanes, whose streams have a flow each.
     public var mediaSession: Bool
     /// Whether the websocket carrier paces bulk uploads (`UplinkPacer`): chat stays quick
-    /// beside them, at some of the upload rate.
+    /// beside them, at a third of the upload rate on a congested path. Off by default.
     public var paceUploads: Bool
 
     /// The relay's `max_streams_per_session`: the default and the upper bound.
@@ -55,7 +55,7 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
                 carrier: CarrierChoice = .follow, caFile: String? = nil, pins: [SPKIPin] = [],
                 connectTo: HostAndPort? = nil, proxy: UpstreamProxy? = nil,
                 maxStreams: Int = RelayConfiguration.maxStreamsLimit, userAgent: String? = nil,
-                http2: Bool = true, mediaSession: Bool = true, paceUploads: Bool = true) {
+                http2: Bool = true, mediaSession: Bool = true, paceUploads: Bool = false) {
         self.name = name
         self.host = host
         self.basePath = basePath

@@ -142,7 +142,7 @@ final class RelayService {
         dialer = SecureDialer(dialer: tcpDialer, context: context, handshakeSilence: settings.requestSilence)
         settings.requiredCarrier = CarrierMode(rawValue: configuration.carrier.rawValue)
         settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
-        settings.pacesUplink = settings.pacesUplink && configuration.paceUploads
+        settings.pacesUplink = settings.pacesUplink || configuration.paceUploads
         // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
         let clientConfiguration = HTTPClient.Configuration(
             maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),

@@ -146,15 +146,18 @@ struct SessionDriver: Sendable {
         return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom, budgetRoom))
     }
 
-    /// What the pacer lets the next batch carry of bulk DATA: the room under its target,
-    /// in pieces of at most one DATA chunk, so each batch (one WebSocket message, which the
-    /// relay acknowledges whole) is small against the path. Nil when pacing is off and on
-    /// every carrier but websocket (see `UplinkPacer`).
+    /// What the pacer lets the next batch carry of bulk DATA: each bulk stream an equal share
+    /// of the target in flight (so together they stay within it, and one whose backend stopped
+    /// reading holds back only itself), at most one DATA chunk per batch, so each batch (one
+    /// WebSocket message, which the relay acknowledges whole) is small against the path.
+    /// Nil when pacing is off and on every carrier but websocket (see `UplinkPacer`).
     var uplinkAllowance: SessionMux.UplinkAllowance? {
         guard settings.pacesUplink, mode == .websocket else { return nil }
-        let room = max(0, pacer.target - mux.uplinkBytesInFlight)
+        let bulkStreams = max(1, mux.streamCount(unacknowledgedOver: UplinkPacer.lightStreamBytes))
         return SessionMux.UplinkAllowance(
-            bulkBytes: min(room, FrameLimits.clientDataChunk), lightStreamBytes: UplinkPacer.lightStreamBytes)
+            bulkBytes: FrameLimits.clientDataChunk,
+            streamInFlight: max(UplinkPacer.lightStreamBytes, pacer.target / bulkStreams),
+            lightStreamBytes: UplinkPacer.lightStreamBytes)
     }
 
     /// The relay refused an `/up` for want of room (503): halve the uplink budget.

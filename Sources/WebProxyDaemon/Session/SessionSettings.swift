@@ -48,8 +48,8 @@ public struct SessionSettings: Hashable, Sendable {
     public var reconnect: ReconnectSettings
     /// The carrier the relay must select (`carrier =` pinned); nil follows the relay.
     public var requiredCarrier: CarrierMode?
-    /// Whether `UplinkPacer` bounds what bulk streams have in flight. Tests of the budget and
-    /// credit arithmetic turn it off so they see those bounds alone.
+    /// Whether `UplinkPacer` bounds what the websocket carrier's bulk streams have in flight
+    /// (the relay key `pace-uploads`; off by default).
     public var pacesUplink: Bool
 
     public init(
@@ -69,7 +69,7 @@ public struct SessionSettings: Hashable, Sendable {
         retry: RetryPolicy = .relayDefault,
         reconnect: ReconnectSettings = .standard,
         requiredCarrier: CarrierMode? = nil,
-        pacesUplink: Bool = true
+        pacesUplink: Bool = false
     ) {
         self.maxStreams = maxStreams
         self.perStreamQueueLimit = perStreamQueueLimit

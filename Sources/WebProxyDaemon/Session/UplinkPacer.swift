@@ -11,14 +11,15 @@
 /// `minimumQueueTime` × the rate, and at least `floor`): the unacknowledged uplink the
 /// session allows its bulk streams in all. With the link busy, `gain` − 1 of a round trip's bytes wait at the bottleneck.
 ///
-/// The session applies it to bulk DATA only (`SessionMux.UplinkAllowance`): a stream with
-/// at most `lightStreamBytes` queued (chat) is never held back. Only the websocket carrier is
-/// paced: its streams share one TCP flow and the relay acknowledges each message as it
+/// The session applies it to bulk DATA only (`SessionMux.UplinkAllowance`), each bulk stream
+/// getting an equal share of `target`: a stream with at most `lightStreamBytes` queued (chat)
+/// is never held back. It is off unless the relay key `pace-uploads = yes` asks for it, and
+/// only the websocket carrier is paced: its streams share one TCP flow and the relay acknowledges each message as it
 /// arrives. The https carrier's single `/up` in flight needs bodies of many round trips' bytes
 /// to fill a path, and on the lane carriers each lane over HTTP/1.1 or WebSocket has a flow
 /// of its own. (Docs/PERFORMANCE.md has the figures: gain 1.25 cost websocket a third of its
 /// upload rate on the WAN benchmark, 1.5 and 2 won some of it back at two or three times
-/// the queueing; the relay key `pace-uploads = no` turns it off.)
+/// the queueing.)
 struct UplinkPacer: Sendable {
     static let gain = 1.25
     static let floor = 32 << 10

@@ -13,7 +13,7 @@ struct SessionDriverPacingTests: SessionDriverSuite {
 
     /// A websocket session with the pacer on, socket 3 open.
     func openSession() -> SessionHarness {
-        var h = SessionHarness(settings: SessionSettings(windowUpdateThreshold: 1))
+        var h = SessionHarness(settings: SessionSettings(windowUpdateThreshold: 1, pacesUplink: true))
         _ = h.on(.start)
         _ = h.on(.httpResponse(RequestID(1), H.page(.websocket), wallClockSeconds: 0))
         _ = h.on(.httpResponse(RequestID(2), H.created(.websocket), wallClockSeconds: 0))
@@ -50,7 +50,7 @@ struct SessionDriverPacingTests: SessionDriverSuite {
 
     @Test("the https carrier is not paced: its single /up in flight needs full batches")
     func httpsIsNotPaced() {
-        var h = H.established(.https, settings: SessionSettings(windowUpdateThreshold: 1))
+        var h = H.established(.https, settings: SessionSettings(windowUpdateThreshold: 1, pacesUplink: true))
         _ = h.on(.localAccepted(bulk))
         let actions = h.on(.localRead(bulk, [UInt8](repeating: 1, count: 1 << 20)[...]))
         let bodies = actions.compactMap { action -> Int? in

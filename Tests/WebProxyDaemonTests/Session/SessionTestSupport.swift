@@ -18,9 +18,9 @@ struct SessionHarness {
     }
 
     /// Tests see every deadline and threshold exactly: a WINDOW goes out for every written byte.
-    /// The uplink pacer is off, so credit and budget are the only bounds on reading; its own
-    /// tests turn it on (`SessionDriverPacingTests`).
-    static let settings = SessionSettings(windowUpdateThreshold: 1, pacesUplink: false)
+    /// The uplink pacer is off (its default); its own tests turn it on
+    /// (`SessionDriverPacingTests`).
+    static let settings = SessionSettings(windowUpdateThreshold: 1)
 
     var supervisor: SessionSupervisor
     var now = MonotonicInstant.start
