@@ -92,6 +92,8 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
     let name = "TLS tunnel"
     let entryThreadName = "bench-entry"
     let port: UInt16
+    /// When the entry began to listen (`ProcessProbe.now()`).
+    let startedAt: Double
     private let frontLoop: EventLoop
     private let entryLoop: EventLoop
     private let front: TCPListener
@@ -112,6 +114,7 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
             origin: DialTarget(host: BenchWorld.host, port: 443)!,
             connectTo: DialTarget(host: "127.0.0.1", port: wan?.port ?? front.localAddress.port)!)
         let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: world.clientContext)
+        startedAt = ProcessProbe.now()
         entry = try runOnLoop(entryLoop) {
             try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
         }
@@ -141,6 +144,8 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
     let daemon: Daemon
     /// The daemon's metrics endpoint, read as an operator would.
     let metricsPort: UInt16
+    /// When the daemon was started (`ProcessProbe.now()`).
+    private(set) var startedAt = 0.0
     private let wan: WANLeg?
 
     /// `http1Only`: the relay selects HTTP/1.1 even when h2 is offered. With `wan`, a delay
@@ -175,8 +180,9 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
                 relays: [relayConfiguration]),
             configurationPath: nil, environment: [:],
             logger: Self.logger(), drainLimit: .seconds(2))
-        try daemon.start()
         port = listenPort
+        startedAt = ProcessProbe.now()
+        try daemon.start()
     }
 
     func stop() {

@@ -19,6 +19,9 @@ final class DelayLine {
         /// The path: 25 ms each way, 20 Mbit/s, a 1 MiB buffer per flow.
         static let telegramWAN = Shape(delay: .milliseconds(25), bitsPerSecond: 20e6, bufferBytes: 1 << 20)
 
+        /// The base round trip: the delay both ways.
+        var roundTripMilliseconds: Double { Double((delay * 2) / .microseconds(1)) / 1000 }
+
         var description: String {
             "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000) ms each way, \(Int(bitsPerSecond / 1e6)) Mbit/s per direction, "
                 + "a \(bufferBytes >> 10) KiB queue per flow at the bottleneck, served in turn"
@@ -59,7 +62,14 @@ final class DelayLine {
         flows = [:]
     }
 
+    /// A real path's TCP handshake costs a round trip before the first byte can cross it, so
+    /// a flow starts carrying one round trip after the accept (the client's first bytes wait
+    /// in the kernel meanwhile: nothing reads a connection without a delegate).
     private func accepted(_ client: TCPConnection) {
+        _ = loop.scheduleTimer(after: shape.delay * 2) { [weak self] in self?.connect(client) }
+    }
+
+    private func connect(_ client: TCPConnection) {
         _ = TCPConnection.connect(to: target, on: loop, timeout: .seconds(5)) { [weak self] result in
             guard let self, case .success(let server) = result else { return client.abort() }
             let flow = Flow(loop: loop, shape: shape, client: client, server: server, up: up, down: down)

@@ -20,6 +20,10 @@ enum WANScenario {
 
     struct Result {
         var name: String
+        /// From the path's start (the daemon's, or the tunnel entry's) to a first connection's echo.
+        var startToFirstEchoMilliseconds = Double.nan
+        /// A new connection's first echo once the path is warm: the median of `openSamples`.
+        var firstEchoMilliseconds = Double.nan
         var idleMilliseconds = Double.nan
         var loaded: [Pattern: Loaded] = [:]
         var failures: [String] = []
@@ -41,6 +45,18 @@ enum WANScenario {
             if pause > 0 { usleep(useconds_t(pause * 1e6)) }
         }
         return rounds
+    }
+
+    static let openSamples = 7
+
+    /// A new connection's first round trip: from its connect to the echo of its first 64 bytes
+    /// (ms); `since` (a `ProcessProbe.now()` instant) starts the clock earlier instead.
+    static func firstEcho(port: UInt16, since: Double? = nil) -> Double? {
+        let start = since ?? ProcessProbe.now()
+        guard let client = BlockingClient.load(port: port), client.begin(.echo) else { return nil }
+        defer { client.close() }
+        guard client.send([UInt8](repeating: 0x42, count: 64)), client.receive(count: 64).count == 64 else { return nil }
+        return (ProcessProbe.now() - start) * 1000
     }
 
     static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
@@ -69,9 +85,31 @@ enum WANScenario {
         return ProcessProbe.now() - start
     }
 
-    /// Each bulk connection moves what the link carries in `seconds` at half its rate.
-    static func run(_ path: BenchPath, shape: DelayLine.Shape, seconds: Double, log: (String) -> Void) -> Result {
+    /// Each bulk connection moves what the link carries in `seconds` at half its rate. Call it
+    /// right after the path started at `startedAt` (a `ProcessProbe.now()` instant).
+    static func run(
+        _ path: BenchPath, startedAt: Double, shape: DelayLine.Shape, seconds: Double, log: (String) -> Void
+    ) -> Result {
         var result = Result(name: path.name)
+        let roundTrip = shape.roundTripMilliseconds
+        guard let start = firstEcho(port: path.port, since: startedAt) else {
+            result.failures.append("first echo failed")
+            return result
+        }
+        result.startToFirstEchoMilliseconds = start
+        log("  \(path.name): start to first echo \(format(start)) ms (\(format(start / roundTrip)) RTT)")
+        var opens: [Double] = []
+        for _ in 0..<openSamples {
+            usleep(300_000)
+            guard let open = firstEcho(port: path.port) else { break }
+            opens.append(open)
+        }
+        guard opens.count == openSamples else {
+            result.failures.append("a new connection's first echo failed")
+            return result
+        }
+        result.firstEchoMilliseconds = median(opens)
+        log("  \(path.name): new connection's first echo \(format(result.firstEchoMilliseconds)) ms (\(format(result.firstEchoMilliseconds / roundTrip)) RTT)")
         guard let idle = chat(port: path.port, minimum: 20), !idle.isEmpty else {
             result.failures.append("idle chat failed")
             return result
@@ -128,12 +166,18 @@ enum WANScenario {
         out += "or one of each), each moving what the link carries in \(format(seconds / 2)) s, and a chat connection "
         out += "echoing 64 bytes every 100 ms while they run; all of one session. Added: the chat's round trip "
         out += "minus its idle median. Messages: chat round trips completed during the bulk. Bulk share: "
-        out += "the bulk bytes over the time the slower bulk took, as a share of the link's rate.\n\n"
-        out += "| path | idle RTT ms |"
+        out += "the bulk bytes over the time the slower bulk took, as a share of the link's rate. "
+        out += "Start: from the daemon's (or the tunnel entry's) start to a first connection's echo. New: a "
+        out += "new connection's first echo on the warm path (connect, init, 64 bytes, their echo), the "
+        out += "median of \(openSamples). Both in base round trips (\(format(shape.roundTripMilliseconds)) ms); "
+        out += "the delay line charges each new TCP connection one round trip, as a handshake costs.\n\n"
+        out += "| path | start RTT | new RTT | idle RTT ms |"
         for pattern in Pattern.allCases { out += " \(pattern): added median / p99 ms, messages, bulk share |" }
-        out += "\n|---|---:|" + String(repeating: "---|", count: Pattern.allCases.count) + "\n"
+        out += "\n|---|---:|---:|---:|" + String(repeating: "---|", count: Pattern.allCases.count) + "\n"
         for result in results {
-            out += "| \(result.name) | \(format(result.idleMilliseconds)) |"
+            let roundTrip = shape.roundTripMilliseconds
+            out += "| \(result.name) | \(format(result.startToFirstEchoMilliseconds / roundTrip)) "
+            out += "| \(format(result.firstEchoMilliseconds / roundTrip)) | \(format(result.idleMilliseconds)) |"
             for pattern in Pattern.allCases {
                 guard let loaded = result.loaded[pattern] else {
                     out += " failed |"

@@ -32,12 +32,12 @@ func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
     let world = try BenchWorld()
     var results: [WANScenario.Result] = []
     let tunnel = try TunnelPath(world: world, wan: shape)
-    results.append(WANScenario.run(tunnel, shape: shape, seconds: seconds, log: { say($0) }))
+    results.append(WANScenario.run(tunnel, startedAt: tunnel.startedAt, shape: shape, seconds: seconds, log: { say($0) }))
     tunnel.stop()
     for mode in carriers {
         for http1Only in mode == .https || mode == .httpsLanes ? [false, true] : [false] {
             let path = try DaemonPath(world: world, mode: mode, http1Only: http1Only, wan: shape)
-            results.append(WANScenario.run(path, shape: shape, seconds: seconds, log: { say($0) }))
+            results.append(WANScenario.run(path, startedAt: path.startedAt, shape: shape, seconds: seconds, log: { say($0) }))
             path.stop()
         }
     }

@@ -128,6 +128,9 @@ public struct SessionMux: Sendable {
     public private(set) var uplinkBytesAcknowledged = 0
 
     private(set) var nextStreamID: UInt32
+    /// The id the next `open` gives, while ids are left (websocket-lanes upgrades a lane for
+    /// it ahead of time).
+    public var nextStream: StreamID? { isFinished ? nil : StreamID(rawValue: nextStreamID) }
     var streams: [StreamID: StreamState] = [:]
     // Uplink work. The shared-layout FIFOs hold only live ids (entries are removed when a
     // stream is retired), so their emptiness is exact.

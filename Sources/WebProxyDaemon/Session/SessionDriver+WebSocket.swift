@@ -22,12 +22,47 @@ extension SessionDriver {
         updateLaneIdleTimer(step: &step)
     }
 
-    /// Arms the idle timer while the session has no lane, disarms it otherwise.
+    /// websocket-lanes: upgrades a lane for the mux's next stream id, unless the session has
+    /// one already, has no ids left, or its lane sockets reach `maxStreams` (the relay counts
+    /// the spare among its 128 lanes). Called at the start, when a connection took the spare
+    /// and when a lane closed. Its liveness Pings keep the session alive on the relay.
+    mutating func openSpareLane(step: inout SessionStep) {
+        guard isRunning, settings.opensSpareLane, spareLane == nil, laneSockets.count < settings.maxStreams,
+            let next = mux.nextStream
+        else { return }
+        spareLane = openSocket(lane: next, step: &step)
+    }
+
+    /// Gives the spare lane to `stream`, the stream just opened; false when there is none or
+    /// it was upgraded for another id (then it is closed: that id is not the next any more).
+    mutating func takeSpareLane(for stream: StreamID, step: inout SessionStep) -> Bool {
+        guard let spare = spareLane, let socket = sockets[spare] else { return false }
+        spareLane = nil
+        guard socket.lane == stream else {
+            dropSpareLane(spare, socket, step: &step)
+            return false
+        }
+        laneSockets[stream] = spare
+        updateLaneIdleTimer(step: &step)
+        return true
+    }
+
+    private mutating func dropSpareLane(_ id: SocketID, _ socket: CarrierSocket, step: inout SessionStep) {
+        step.emit(.closeWebSocket(id))
+        sockets[id] = nil
+        spareLane = nil
+        if socket.phase == .open { step.emit(.cancelTimer(.socketLiveness(id))) }
+        updateLaneIdleTimer(step: &step)
+    }
+
+    /// Arms the idle timer while the session has no lane socket (a spare counts), disarms
+    /// it otherwise.
     mutating func updateLaneIdleTimer(step: inout SessionStep) {
-        if laneSockets.isEmpty, !laneIdleArmed {
+        let hasLane = !laneSockets.isEmpty || spareLane != nil
+        if !hasLane, !laneIdleArmed {
             laneIdleArmed = true
             step.emit(.schedule(.laneIdle, at: step.now.advanced(by: settings.laneIdleRecycle)))
-        } else if !laneSockets.isEmpty, laneIdleArmed {
+        } else if hasLane, laneIdleArmed {
             laneIdleArmed = false
             step.emit(.cancelTimer(.laneIdle))
         }
@@ -45,11 +80,12 @@ extension SessionDriver {
         }
     }
 
-    /// Any failed upgrade ends the session: the session socket, or a new lane (the session
-    /// or the network is gone).
+    /// Any failed upgrade ends the session: the session socket, or a new lane, spare or not
+    /// (the session or the network is gone).
     mutating func socketUpgradeFailed(_ id: SocketID, _ response: CarrierResponse?, step: inout SessionStep) {
         guard let socket = sockets.removeValue(forKey: id) else { return }
         if let lane = socket.lane { laneSockets[lane] = nil }
+        if id == spareLane { spareLane = nil }
         let what = socket.lane.map { "the WebSocket upgrade of new lane \($0)" } ?? "the session WebSocket upgrade"
         let message: String
         if let response {
@@ -67,6 +103,12 @@ extension SessionDriver {
     mutating func socketMessage(_ id: SocketID, _ message: [UInt8], step: inout SessionStep) {
         guard let socket = sockets[id], socket.phase == .open else { return }
         heard(id, step: &step)
+        if id == spareLane, let lane = socket.lane {
+            // No stream is open on it, so the relay has nothing to say there.
+            step.emit(.log(.streamAborted(lane, "the relay sent a message on the spare lane")))
+            dropSpareLane(id, socket, step: &step)
+            return
+        }
         let frames: [Frame]
         do {
             frames = try FrameBatch.decode(message[...], direction: .relayToClient)
@@ -117,6 +159,14 @@ extension SessionDriver {
             socketUpgradeFailed(id, nil, step: &step)
             return
         }
+        if id == spareLane {
+            // It carried nothing; the next connection opens the next one.
+            sockets[id] = nil
+            spareLane = nil
+            step.emit(.cancelTimer(.socketLiveness(id)))
+            updateLaneIdleTimer(step: &step)
+            return
+        }
         guard let lane = socket.lane else {
             sockets[id] = nil
             sessionSocket = nil
@@ -142,6 +192,7 @@ extension SessionDriver {
         sockets[id] = nil
         laneSockets[lane] = nil
         if socket.phase == .open { step.emit(.cancelTimer(.socketLiveness(id))) }
+        openSpareLane(step: &step)
         updateLaneIdleTimer(step: &step)
     }
 

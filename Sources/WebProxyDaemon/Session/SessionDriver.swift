@@ -58,6 +58,9 @@ struct SessionDriver: Sendable {
     var sockets: [SocketID: CarrierSocket] = [:]
     var sessionSocket: SocketID?
     var laneSockets: [StreamID: SocketID] = [:]
+    /// websocket-lanes: the lane socket upgraded for the mux's next stream id before any
+    /// connection needs it; nothing is sent on it until a connection takes it.
+    var spareLane: SocketID?
     var laneIdleArmed = false
 
     init(session: EstablishedSession, api: RelayAPI, batchLimit: Int, settings: SessionSettings) {
@@ -92,7 +95,9 @@ struct SessionDriver: Sendable {
         case .https: poll(.session, step: &step)
         case .httpsLanes: poll(.session, step: &step)
         case .websocket: sessionSocket = openSocket(lane: nil, step: &step)
-        case .websocketLanes: updateLaneIdleTimer(step: &step)
+        case .websocketLanes:
+            openSpareLane(step: &step)
+            updateLaneIdleTimer(step: &step)
         }
     }
 
@@ -178,9 +183,11 @@ struct SessionDriver: Sendable {
     mutating func admit(_ connection: ConnectionID, reading: Bool, step: inout SessionStep) {
         guard isRunning else { return }
         connections[connection] = LocalConnection(stream: nil, reading: reading)
-        // A lane socket needs its stream id at once: its handshake overlaps the first read.
-        if mode == .websocketLanes, openStream(for: connection, step: &step) != nil {
-            openLane(for: connection, step: &step)
+        // A lane socket needs its stream id at once: the spare lane is upgraded for it
+        // already, or its handshake overlaps the first read.
+        if mode == .websocketLanes, let stream = openStream(for: connection, step: &step) {
+            if !takeSpareLane(for: stream, step: &step) { openLane(for: connection, step: &step) }
+            openSpareLane(step: &step)
         }
         finishStep(step: &step)
     }
@@ -380,6 +387,7 @@ struct SessionDriver: Sendable {
         }
         sockets = [:]
         laneSockets = [:]
+        spareLane = nil
         sessionSocket = nil
         if laneIdleArmed { step.emit(.cancelTimer(.laneIdle)) }
         laneIdleArmed = false

@@ -51,6 +51,9 @@ public struct SessionSettings: Hashable, Sendable {
     /// Whether `UplinkPacer` bounds what the websocket carrier's bulk streams have in flight
     /// (the relay key `pace-uploads`; off by default).
     public var pacesUplink: Bool
+    /// websocket-lanes: whether the session keeps one lane socket upgraded ahead of the next
+    /// stream, so a new connection's first bytes need no TCP, TLS and upgrade of their own.
+    public var opensSpareLane: Bool
 
     public init(
         maxStreams: Int = 128,
@@ -69,7 +72,8 @@ public struct SessionSettings: Hashable, Sendable {
         retry: RetryPolicy = .relayDefault,
         reconnect: ReconnectSettings = .standard,
         requiredCarrier: CarrierMode? = nil,
-        pacesUplink: Bool = false
+        pacesUplink: Bool = false,
+        opensSpareLane: Bool = true
     ) {
         self.maxStreams = maxStreams
         self.perStreamQueueLimit = perStreamQueueLimit
@@ -88,5 +92,6 @@ public struct SessionSettings: Hashable, Sendable {
         self.reconnect = reconnect
         self.requiredCarrier = requiredCarrier
         self.pacesUplink = pacesUplink
+        self.opensSpareLane = opensSpareLane
     }
 }

@@ -19,8 +19,9 @@ struct SessionHarness {
 
     /// Tests see every deadline and threshold exactly: a WINDOW goes out for every written byte.
     /// The uplink pacer is off (its default); its own tests turn it on
-    /// (`SessionDriverPacingTests`).
-    static let settings = SessionSettings(windowUpdateThreshold: 1)
+    /// (`SessionDriverPacingTests`). So is websocket-lanes' spare lane, so that the lane tests
+    /// follow one lane per connection; `SessionDriverSpareLaneTests` turns it on.
+    static let settings = SessionSettings(windowUpdateThreshold: 1, opensSpareLane: false)
 
     var supervisor: SessionSupervisor
     var now = MonotonicInstant.start
