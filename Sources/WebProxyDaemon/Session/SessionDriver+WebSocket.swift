@@ -39,7 +39,7 @@ extension SessionDriver {
         guard let spare = spareLane, let socket = sockets[spare] else { return false }
         spareLane = nil
         guard socket.lane == stream else {
-            dropSpareLane(spare, socket, step: &step)
+            dropSpareLane(spare, socket, closing: true, step: &step)
             return false
         }
         laneSockets[stream] = spare
@@ -47,8 +47,9 @@ extension SessionDriver {
         return true
     }
 
-    private mutating func dropSpareLane(_ id: SocketID, _ socket: CarrierSocket, step: inout SessionStep) {
-        step.emit(.closeWebSocket(id))
+    /// Forgets the spare lane; `closing` closes its socket too (it has not ended by itself).
+    private mutating func dropSpareLane(_ id: SocketID, _ socket: CarrierSocket, closing: Bool, step: inout SessionStep) {
+        if closing { step.emit(.closeWebSocket(id)) }
         sockets[id] = nil
         spareLane = nil
         if socket.phase == .open { step.emit(.cancelTimer(.socketLiveness(id))) }
@@ -106,7 +107,7 @@ extension SessionDriver {
         if id == spareLane, let lane = socket.lane {
             // No stream is open on it, so the relay has nothing to say there.
             step.emit(.log(.streamAborted(lane, "the relay sent a message on the spare lane")))
-            dropSpareLane(id, socket, step: &step)
+            dropSpareLane(id, socket, closing: true, step: &step)
             return
         }
         let frames: [Frame]
@@ -160,11 +161,8 @@ extension SessionDriver {
             return
         }
         if id == spareLane {
-            // It carried nothing; the next connection opens the next one.
-            sockets[id] = nil
-            spareLane = nil
-            step.emit(.cancelTimer(.socketLiveness(id)))
-            updateLaneIdleTimer(step: &step)
+            // It carried nothing. The next admission, or a lane's close, opens the next one.
+            dropSpareLane(id, socket, closing: false, step: &step)
             return
         }
         guard let lane = socket.lane else {
