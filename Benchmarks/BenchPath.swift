@@ -148,14 +148,15 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
     private(set) var startedAt = 0.0
     private let wan: WANLeg?
 
-    /// `http1Only`: the relay selects HTTP/1.1 even when h2 is offered. With `wan`, a delay
-    /// line sits between the daemon and the relay.
+    /// `http1Only`: the relay selects HTTP/1.1 even when h2 is offered. `pacesUploads`: the
+    /// relay key `pace-uploads = yes`. With `wan`, a delay line sits between the daemon and
+    /// the relay.
     init(
         world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits(), http1Only: Bool = false,
-        wan shape: DelayLine.Shape? = nil
+        pacesUploads: Bool = false, wan shape: DelayLine.Shape? = nil
     ) throws {
         self.mode = mode
-        name = "webproxyd \(mode.rawValue)" + (http1Only ? " (HTTP/1.1)" : "")
+        name = "webproxyd \(mode.rawValue)" + (http1Only ? " (HTTP/1.1)" : "") + (pacesUploads ? " (pace-uploads)" : "")
         relayLoop = try EventLoop(name: "bench-relay")
         let relayLoop = relayLoop
         let host = try RelayHost(BenchWorld.host)
@@ -170,9 +171,10 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         wan = try shape.map { try WANLeg(to: .loopbackIPv4(port: relayPort), shape: $0) }
         let listenPort = unusedLoopbackPort()
         let link = "tg://webproxy?server=\(BenchWorld.host)&secret=\(BenchWorld.secret)"
-        let relayConfiguration = try RelayConfiguration(
+        var relayConfiguration = try RelayConfiguration(
             quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
             connectTo: "127.0.0.1:\(wan?.port ?? relay.port)")
+        relayConfiguration.paceUploads = pacesUploads
         metricsPort = unusedLoopbackPort()
         daemon = try Daemon(
             configuration: DaemonConfiguration(

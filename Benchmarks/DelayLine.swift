@@ -4,7 +4,7 @@ import WebProxyTestSupport
 /// An emulated WAN path in front of a loopback port, for the `wan` benchmark: every TCP
 /// connection accepted on `port` is carried to `target` through two one-way links. Each link
 /// sends at `bitsPerSecond`, then delays by `delay`. At the bottleneck every flow has a queue
-/// of its own, at most `bufferBytes`, and the link serves the queues in turn, 16 KiB at a
+/// of its own, at most `bufferBytes`, and the link serves the queues in turn, 4 KiB at a
 /// time (fair queuing, as fq_codel does on a home router, without the drops): a flow waits
 /// behind its own bytes, not another flow's. A full queue stops reading the sender, so its
 /// TCP backs up as at a real bottleneck whose buffer is full.
@@ -81,12 +81,17 @@ final class DelayLine {
     }
 
     /// One direction of the path: sends one piece at a time, taking the flows' queues in turn.
+    /// Its clock is ideal: a piece starts when the one before it ended on paper, not when the
+    /// loop's timer for it fired, so timer lateness does not slow the link, however small the
+    /// pieces (a real link serialises bytes, not pieces).
     private final class Link {
         private let loop: EventLoop
         private let bitsPerSecond: Double
         /// Pipes with bytes waiting, in the order they are served.
         private var waiting: [Pipe] = []
         private var sending = false
+        /// When the piece on the link ends, on the ideal clock (`ContinuousClock`).
+        private var freeAt = ContinuousClock.now
 
         init(loop: EventLoop, bitsPerSecond: Double) {
             self.loop = loop
@@ -105,7 +110,9 @@ final class DelayLine {
             if pipe.hasWaitingBytes { waiting.append(pipe) }
             sending = true
             let serialisation = Duration.nanoseconds(Int64(Double(piece.count) * 8 / bitsPerSecond * 1e9))
-            loop.scheduleTimer(after: serialisation) { [self] in
+            let now = ContinuousClock.now
+            freeAt = max(now, freeAt) + serialisation
+            loop.scheduleTimer(after: max(.zero, now.duration(to: freeAt))) { [self] in
                 sending = false
                 pipe.departed(piece)
                 sendNext()
@@ -171,8 +178,10 @@ final class DelayLine {
         private var piecesInFlight = 0
         private var onFinished: (() -> Void)?
 
-        /// The unit the link sends: small enough that flows interleave.
-        private static let pieceBytes = 16 << 10
+        /// The unit the link sends: a few packets, so flows interleave nearly as finely as
+        /// fq_codel's per-packet turns (a 16 KiB turn is 6.5 ms at 20 Mbit/s, and a WINDOW or a
+        /// chat echo could wait two of another flow's).
+        private static let pieceBytes = 4 << 10
 
         init(loop: EventLoop, shape: Shape, link: Link, source: TCPConnection, destination: TCPConnection) {
             self.loop = loop

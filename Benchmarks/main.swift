@@ -24,7 +24,7 @@ func machineDescription() -> String {
     return "\(ProcessInfo.processInfo.activeProcessorCount) vCPU \(model), load average \(load) at the start"
 }
 
-/// The WAN benchmark: the tunnel, then each carrier (the https ones over h2 and over HTTP/1.1).
+/// The WAN benchmark: the tunnel, then each carrier.
 func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
     let shape = DelayLine.Shape.telegramWAN
     let machine = machineDescription()
@@ -35,8 +35,16 @@ func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
     results.append(WANScenario.run(tunnel, startedAt: tunnel.startedAt, shape: shape, seconds: seconds, log: { say($0) }))
     tunnel.stop()
     for mode in carriers {
-        for http1Only in mode == .https || mode == .httpsLanes ? [false, true] : [false] {
-            let path = try DaemonPath(world: world, mode: mode, http1Only: http1Only, wan: shape)
+        // The https carriers over h2 and HTTP/1.1; websocket without and with `pace-uploads`.
+        let variants: [(http1Only: Bool, pacesUploads: Bool)] =
+            switch mode {
+            case .https, .httpsLanes: [(false, false), (true, false)]
+            case .websocket: [(false, false), (false, true)]
+            case .websocketLanes: [(false, false)]
+            }
+        for variant in variants {
+            let path = try DaemonPath(
+                world: world, mode: mode, http1Only: variant.http1Only, pacesUploads: variant.pacesUploads, wan: shape)
             results.append(WANScenario.run(path, startedAt: path.startedAt, shape: shape, seconds: seconds, log: { say($0) }))
             path.stop()
         }
