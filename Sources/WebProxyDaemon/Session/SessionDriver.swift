@@ -152,16 +152,18 @@ struct SessionDriver: Sendable {
     }
 
     /// What the pacer lets the next batch carry of bulk DATA: each bulk stream an equal share
-    /// of the target in flight (so together they stay within it, and one whose backend stopped
-    /// reading holds back only itself), at most one DATA chunk per batch, so each batch (one
-    /// WebSocket message, which the relay acknowledges whole) is small against the path.
+    /// of the target in flight and one batch more (so together they stay near it, and one
+    /// whose backend stopped reading holds back only itself), at most `batchBulkBytes` per
+    /// batch, so each batch (one WebSocket message, which the relay acknowledges whole, and
+    /// which chat may have to wait behind) is a few milliseconds of the path.
     /// Nil when pacing is off and on every carrier but websocket (see `UplinkPacer`).
     var uplinkAllowance: SessionMux.UplinkAllowance? {
         guard settings.pacesUplink, mode == .websocket else { return nil }
         let bulkStreams = max(1, mux.streamCount(unacknowledgedOver: UplinkPacer.lightStreamBytes))
+        let batchBulk = pacer.batchBulkBytes
         return SessionMux.UplinkAllowance(
-            bulkBytes: FrameLimits.clientDataChunk,
-            streamInFlight: max(UplinkPacer.lightStreamBytes, pacer.target / bulkStreams),
+            bulkBytes: batchBulk,
+            streamInFlight: max(UplinkPacer.lightStreamBytes, pacer.target / bulkStreams + batchBulk),
             lightStreamBytes: UplinkPacer.lightStreamBytes)
     }
 

@@ -1,3 +1,5 @@
+import WebProxyCore
+
 /// Keeps a session's uplink in flight near what the path needs, so a bulk upload does not fill
 /// the bottleneck queue that chat shares with it on one TCP flow.
 ///
@@ -5,21 +7,22 @@
 /// its own deliveries. Each time DATA leaves, the pacer notes the totals sent and
 /// acknowledged and when that acknowledged total arrived. When the acknowledged total passes
 /// a note, the time since it was sent is a round-trip sample, and the bytes acknowledged since
-/// the noted acknowledgement, over the time between the two, a delivery-rate sample (measured
-/// from one acknowledgement to another, so the size of WINDOW steps does not inflate it).
-/// `target` is `gain` × the highest recent rate × the lowest recent round trip (at least
-/// `minimumQueueTime` × the rate, and at least `floor`): the unacknowledged uplink the
-/// session allows its bulk streams in all. With the link busy, `gain` − 1 of a round trip's bytes wait at the bottleneck.
+/// the noted acknowledgement a delivery-rate sample, over the longer of the acknowledging
+/// interval and the sending one (as BBR does: WINDOWs that arrive bunched do not make the path
+/// look faster than the bytes left it). `target` is `gain` × the highest recent rate × the
+/// lowest recent round trip (at least `minimumQueueTime` × the rate, and at least `floor`):
+/// the unacknowledged uplink the session allows its bulk streams in all. With the link busy,
+/// `gain` − 1 of a round trip's bytes wait at the bottleneck.
 ///
-/// The session applies it to bulk DATA only (`SessionMux.UplinkAllowance`), each bulk stream
-/// getting an equal share of `target`: a stream with at most `lightStreamBytes` queued (chat)
-/// is never held back. It is off unless the relay key `pace-uploads = yes` asks for it, and
-/// only the websocket carrier is paced: its streams share one TCP flow and the relay acknowledges each message as it
-/// arrives. The https carrier's single `/up` in flight needs bodies of many round trips' bytes
-/// to fill a path, and on the lane carriers each lane over HTTP/1.1 or WebSocket has a flow
-/// of its own. (Docs/PERFORMANCE.md has the figures: gain 1.25 cost websocket a third of its
-/// upload rate on the WAN benchmark, 1.5 and 2 won some of it back at two or three times
-/// the queueing.)
+/// The session applies it to bulk DATA only (`SessionMux.UplinkAllowance`): each bulk stream
+/// gets an equal share of `target` and one batch more (`batchBulkBytes`, since a message's
+/// WINDOW returns only after all of it arrived), and a stream with at most `lightStreamBytes`
+/// queued (chat) is never held back. It is off unless the relay key `pace-uploads = yes` asks
+/// for it, and only the websocket carrier is paced: its streams share one TCP flow and the
+/// relay acknowledges each message as it arrives. The https carrier's single `/up` in flight
+/// needs bodies of many round trips' bytes to fill a path, and on the lane carriers each lane
+/// over HTTP/1.1 or WebSocket has a flow of its own. (Docs/PERFORMANCE.md has the figures,
+/// and those of a delay-target variant that kept less queue but moved less.)
 struct UplinkPacer: Sendable {
     static let gain = 1.25
     static let floor = 32 << 10
@@ -40,6 +43,8 @@ struct UplinkPacer: Sendable {
         /// The acknowledged total when the note was taken, and when it arrived.
         let acknowledged: Int
         let acknowledgedAt: MonotonicInstant
+        /// When the oldest departure not yet acknowledged left (this one's, if none).
+        let flightStartedAt: MonotonicInstant
     }
 
     private var notes: [Note] = []
@@ -53,6 +58,19 @@ struct UplinkPacer: Sendable {
     /// The unacknowledged uplink bytes the session may have in all.
     private(set) var target = UplinkPacer.floor
 
+    /// The bulk DATA one batch may carry: about `batchTime` of the delivery rate, 4 to 64 KiB.
+    /// The relay acknowledges a message once all of it arrived, so a bulk message costs its
+    /// own serialisation on top of the round trip before its WINDOW returns, and chat queued
+    /// behind it waits as long: on a 20 Mbit/s path 64 KiB is 26 ms, 12 KiB (5 ms) is what it sends.
+    var batchBulkBytes: Int {
+        guard let rate = maxRate?.bytesPerSecond else { return Self.minimumBatchBulkBytes }
+        let bytes = rate * Self.seconds(Self.batchTime)
+        return Int(min(Double(FrameLimits.clientDataChunk), max(Double(Self.minimumBatchBulkBytes), bytes)))
+    }
+
+    static let batchTime = Duration.milliseconds(5)
+    static let minimumBatchBulkBytes = 4 << 10
+
     /// The lowest recent round trip, nil before the first sample.
     var roundTrip: Duration? { minRoundTrip?.value }
 
@@ -65,7 +83,11 @@ struct UplinkPacer: Sendable {
             lastAcknowledged = acknowledged
             lastAcknowledgedAt = now
         }
-        notes.append(Note(sent: sent, at: now, acknowledged: lastAcknowledged, acknowledgedAt: lastAcknowledgedAt ?? now))
+        let flightStartedAt = firstNote < notes.count ? notes[firstNote].at : now
+        notes.append(
+            Note(
+                sent: sent, at: now, acknowledged: lastAcknowledged, acknowledgedAt: lastAcknowledgedAt ?? now,
+                flightStartedAt: flightStartedAt))
     }
 
     /// WINDOW frames arrived: `total` bytes are acknowledged so far.
@@ -89,7 +111,10 @@ struct UplinkPacer: Sendable {
         if minRoundTrip.map({ elapsed < $0.value || $0.at.duration(to: now) >= Self.roundTripWindow }) ?? true {
             minRoundTrip = (elapsed, now)
         }
-        let rate = Double(total - sample.acknowledged) / Self.seconds(sample.acknowledgedAt.duration(to: now))
+        // Over the longer of the acknowledging and the sending interval, as BBR does: WINDOWs
+        // that arrive bunched do not make the path look faster than the bytes left it.
+        let interval = max(sample.acknowledgedAt.duration(to: now), sample.flightStartedAt.duration(to: sample.at))
+        let rate = Double(total - sample.acknowledged) / Self.seconds(interval)
         if maxRate.map({ rate > $0.bytesPerSecond || $0.at.duration(to: now) >= Self.rateWindow }) ?? true {
             maxRate = (rate, now)
         }

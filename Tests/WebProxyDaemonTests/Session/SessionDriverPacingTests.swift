@@ -29,9 +29,15 @@ struct SessionDriverPacingTests: SessionDriverSuite {
         let upload = (0..<(256 << 10)).map { UInt8(truncatingIfNeeded: $0) }
         // Reading is not paced: the stream's credit allows the whole read.
         #expect(h.supervisor.readAllowance(for: bulk) == 4 << 20)
-        // Before a round trip was measured, the pacer allows its floor in flight: one message.
-        let first = [Frame.open(stream: stream(1)), .data(stream: stream(1), payload: upload[..<UplinkPacer.floor])]
-        #expect(h.on(.localRead(bulk, upload[...])) == [.sendWebSocketMessage(socket, first.encodedBatch())])
+        // Before a rate was measured, the pacer allows its floor in flight and a batch more,
+        // `minimumBatchBulkBytes` of bulk DATA a message.
+        let batch = UplinkPacer.minimumBatchBulkBytes
+        let first = [Frame.open(stream: stream(1)), .data(stream: stream(1), payload: upload[..<batch])]
+        let rest = (1...UplinkPacer.floor / batch).map { index in
+            [Frame.data(stream: stream(1), payload: upload[index * batch..<(index + 1) * batch])]
+        }
+        let expected = ([first] + rest).map { SessionAction.sendWebSocketMessage(socket, $0.encodedBatch()) }
+        #expect(h.on(.localRead(bulk, upload[...])) == expected)
         // The chat's bytes do not wait behind the held-back upload.
         let message = [UInt8](repeating: 0x43, count: 64)
         let chatBatch = [Frame.open(stream: stream(2)), .data(stream: stream(2), payload: message[...])]

@@ -4,7 +4,8 @@ import Testing
 
 /// The pacer against a simulated path: a bottleneck of `bytesPerMillisecond`, then a fixed
 /// round trip before the relay's WINDOW comes back. Every millisecond the sender fills what
-/// the pacer allows in flight, in chunks of 64 KiB, as the session does.
+/// the pacer allows one bulk stream in flight (the target and a batch more), a batch at a
+/// time, as the session does.
 @Suite struct UplinkPacerTests {
     struct Path {
         var bytesPerMillisecond: Int
@@ -18,6 +19,8 @@ import Testing
         var inFlight: [(end: Int, arrives: Double)] = []
         /// The longest a chunk waited at the bottleneck in the last run, in ms.
         var worstQueueing = 0.0
+        /// WINDOWs reach the pacer only every this many ms, bunched (1: as they arrive).
+        var acknowledgementEvery = 1
 
         init(bytesPerMillisecond: Int, roundTripMilliseconds: Int) {
             self.bytesPerMillisecond = bytesPerMillisecond
@@ -28,13 +31,13 @@ import Testing
             worstQueueing = 0
             for ms in milliseconds {
                 let now = MonotonicInstant(sinceStart: .milliseconds(ms))
-                while let first = inFlight.first, first.arrives <= Double(ms) {
+                while ms % acknowledgementEvery == 0, let first = inFlight.first, first.arrives <= Double(ms) {
                     acknowledged = first.end
                     inFlight.removeFirst()
                 }
                 pacer.acknowledged(total: acknowledged, at: now)
-                while pacer.target > sent - acknowledged {
-                    let chunk = min(pacer.target - (sent - acknowledged), 64 << 10)
+                while pacer.target + pacer.batchBulkBytes > sent - acknowledged {
+                    let chunk = min(pacer.target + pacer.batchBulkBytes - (sent - acknowledged), pacer.batchBulkBytes)
                     sent += chunk
                     pacer.sent(total: sent, acknowledged: acknowledged, at: now)
                     let start = max(Double(ms), linkFree)
@@ -54,10 +57,9 @@ import Testing
     }
 
     /// 20 Mbit/s and a 50 ms round trip (the WAN benchmark's path): from the floor, the target
-    /// grows to between one and two bandwidth-delay products (a 64 KiB chunk's WINDOW comes
-    /// only after the whole chunk, so the link needs a chunk more than the product). The link
-    /// stays busy and no chunk waits at the bottleneck a round trip, where a full 4 MiB window
-    /// would make it wait seconds.
+    /// grows to between one and two bandwidth-delay products, and a batch is about 5 ms of the
+    /// link (12 KiB). The link stays busy and no batch waits at the bottleneck a round trip,
+    /// where a full 4 MiB window would make it wait seconds.
     @Test func settlesBetweenOneAndTwoBandwidthDelayProducts() {
         var path = Path(bytesPerMillisecond: 2500, roundTripMilliseconds: 50)
         path.run(milliseconds: 0..<3000)
@@ -68,11 +70,25 @@ import Testing
         #expect(path.pacer.roundTrip.map { $0 >= .milliseconds(50) && $0 < .milliseconds(80) } == true)
         #expect(Double(path.acknowledged - before) >= 0.95 * 2500 * 2000, "\(path.acknowledged - before) bytes in 2 s")
         #expect(path.worstQueueing < 50, "worst queueing \(path.worstQueueing) ms")
+        #expect((8 << 10...16 << 10).contains(path.pacer.batchBulkBytes), "batch \(path.pacer.batchBulkBytes)")
+    }
+
+    /// The same path with WINDOWs reaching the pacer in bunches every 20 ms: measured over the
+    /// acknowledging interval alone, a bunch would look like a burst of rate and the target
+    /// would grow past what the path needs; measured over the sending interval too, it does not.
+    @Test func bunchedWindowsDoNotInflateTheTarget() {
+        var path = Path(bytesPerMillisecond: 2500, roundTripMilliseconds: 50)
+        path.acknowledgementEvery = 20
+        path.run(milliseconds: 0..<3000)
+        path.run(milliseconds: 3000..<5000)
+        let bdp = path.bandwidthDelayProduct
+        #expect(path.pacer.target < 2 * bdp, "target \(path.pacer.target)")
+        #expect(path.worstQueueing < 50, "worst queueing \(path.worstQueueing) ms")
     }
 
     /// A path that slows to a fifth (4 Mbit/s): once the rate window has passed, the target
-    /// is back at its floor (the path's bandwidth-delay product is below it) and a chunk
-    /// waits less than two round trips.
+    /// is back near its floor (the path's bandwidth-delay product is below it), batches are
+    /// small, and a batch waits less than two round trips.
     @Test func followsASlowerPathDown() {
         var path = Path(bytesPerMillisecond: 2500, roundTripMilliseconds: 50)
         path.run(milliseconds: 0..<3000)
@@ -80,7 +96,7 @@ import Testing
         path.run(milliseconds: 3000..<3000 + 6000)
         path.run(milliseconds: 9000..<12000)
         #expect(path.pacer.target < 2 * path.bandwidthDelayProduct + UplinkPacer.floor, "target \(path.pacer.target)")
-        #expect(path.worstQueueing < 100, "worst queueing \(path.worstQueueing) ms")
+        #expect(path.worstQueueing < 100, "worst queueing \(path.worstQueueing) ms, target \(path.pacer.target), batch \(path.pacer.batchBulkBytes), rtt \(String(describing: path.pacer.roundTrip))")
     }
 
     /// A fast path where the relay's processing sets the round trip (1 GB/s, 2 ms before each
@@ -91,5 +107,6 @@ import Testing
         let before = path.acknowledged
         path.run(milliseconds: 500..<1000)
         #expect(Double(path.acknowledged - before) >= 0.9 * 1_000_000 * 500, "\(path.acknowledged - before) bytes in 0.5 s")
+        #expect(path.pacer.batchBulkBytes == 64 << 10)
     }
 }
