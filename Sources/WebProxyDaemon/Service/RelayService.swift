@@ -60,11 +60,11 @@ final class RelayService {
     private var webSocketsOpened = 0
     private var webSocketsResumed = 0
     /// Cancels each scheduled session timer.
-    private var timers: [SessionTimer: () -> Void] = [:]
+    private var timers: [RoleTimer: () -> Void] = [:]
 
-    private struct SessionTimer: Hashable {
+    private struct RoleTimer: Hashable {
         let role: SessionRole
-        let timer: TimerID
+        let timer: SessionTimer
     }
 
     private enum MediaSessionState {
@@ -557,7 +557,7 @@ final class RelayService {
             }
             onStatusChange?()
         case .schedule(let timer, let at):
-            let key = SessionTimer(role: role, timer: timer)
+            let key = RoleTimer(role: role, timer: timer)
             timers.removeValue(forKey: key)?()
             let scheduled = loop.scheduleTimer(at: origin + at.sinceStart) { [weak self] in
                 guard let self, timers.removeValue(forKey: key) != nil else { return }
@@ -565,7 +565,7 @@ final class RelayService {
             }
             timers[key] = { [loop] in loop.cancelTimer(scheduled) }
         case .cancelTimer(let timer):
-            timers.removeValue(forKey: SessionTimer(role: role, timer: timer))?()
+            timers.removeValue(forKey: RoleTimer(role: role, timer: timer))?()
         case .sessionUp(let mode) where role == .media:
             mediaSession = .up
             logger.info("media session up", LogFields(stage: "carrier", carrier: mode.rawValue))

@@ -28,9 +28,9 @@ public enum SessionAction: Equatable, Sendable, CustomStringConvertible {
     /// `LocalCloseReason.flushesPendingWrites`.
     case closeLocal(ConnectionID, LocalCloseReason)
     /// Fire `timerFired` at `at` (replacing an earlier schedule of the same id).
-    case schedule(TimerID, at: MonotonicInstant)
+    case schedule(SessionTimer, at: MonotonicInstant)
     /// Forget a scheduled timer.
-    case cancelTimer(TimerID)
+    case cancelTimer(SessionTimer)
     /// A relay session is established and carries local connections.
     case sessionUp(CarrierMode)
     /// The session (or an attempt to build one) failed; a rebuild is scheduled.

@@ -35,7 +35,7 @@ public enum SessionEvent: Sendable {
     /// The socket ended.
     case webSocketClosed(SocketID, clean: Bool)
     /// A timer from a `schedule` action fired.
-    case timerFired(TimerID)
+    case timerFired(SessionTimer)
     /// Stop: close local connections, delete the session (bounded wait), then `stopped`.
     case shutdown
     /// The shell's periodic tick for the stall watchdog (`SessionSettings.stallBound`).

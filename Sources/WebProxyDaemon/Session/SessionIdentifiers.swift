@@ -25,7 +25,7 @@ public struct SocketID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
 /// A timer the session machines ask the shell to run. Scheduling an id that is already
 /// scheduled moves it; a timer that fires after it was cancelled or moved is ignored.
-public enum TimerID: Hashable, Sendable {
+public enum SessionTimer: Hashable, Sendable {
     /// Resend the request whose attempt `RequestID` failed.
     case retry(RequestID)
     /// Fetch a new bridge page and build a new session.

@@ -45,7 +45,7 @@ struct FuzzWorld {
     var requests: [RequestID: CarrierRequest] = [:]
     var connecting: [SocketID: CarrierRequest] = [:]
     var sockets: [SocketID: StreamID?] = [:]
-    var timers: [TimerID: MonotonicInstant] = [:]
+    var timers: [SessionTimer: MonotonicInstant] = [:]
     /// Streams the relay saw OPEN for and has not closed, with its credit toward the client
     /// and the client's credit toward it.
     var relayCredit: [StreamID: Int] = [:]
