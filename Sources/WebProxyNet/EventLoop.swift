@@ -94,6 +94,8 @@ public final class EventLoop: @unchecked Sendable {
     private var nextToken: UInt64 = 2
     private var timers = TimerHeap<() -> Void>()
     private var armedDeadline: MonotonicTime?
+    /// `enqueue`d work for the end of the current iteration.
+    private var enqueued: [() -> Void] = []
     /// Reused by every read on this loop: one read runs at a time.
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -197,6 +199,14 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> TimerID {
         scheduleTimer(at: now + delay, body)
+    }
+
+    /// Runs `body` on the loop once the current event's handlers (and the timers and tasks due
+    /// with them) have run, in the order enqueued: for a completion that must not run inside
+    /// the call that caused it. Loop thread only; dropped if the loop stops first.
+    public func enqueue(_ body: @escaping () -> Void) {
+        preconditionInEventLoop()
+        enqueued.append(body)
     }
 
     /// Cancels a timer; false if it already fired or was cancelled.
@@ -316,7 +326,8 @@ public final class EventLoop: @unchecked Sendable {
         defer { cwpl_epoll_events_free(events) }
         while true {
             armTimer()
-            let count = cwpl_epoll_wait(epollFD, events, capacity, -1)
+            // Work that enqueued work left for this iteration: poll, do not block.
+            let count = cwpl_epoll_wait(epollFD, events, capacity, enqueued.isEmpty ? -1 : 0)
             if count < 0 {
                 let error = errno
                 if error == EINTR { continue }
@@ -345,8 +356,18 @@ public final class EventLoop: @unchecked Sendable {
             }
             fireDueTimers()
             if tasksPending && !runTasks() { break }
+            runEnqueued()
         }
         shutDown()
+    }
+
+    /// Runs what was enqueued before this call; what those enqueue waits for the next iteration,
+    /// so a chain of them cannot starve the sockets.
+    private func runEnqueued() {
+        guard !enqueued.isEmpty else { return }
+        let batch = enqueued
+        enqueued.removeAll(keepingCapacity: true)
+        for body in batch { body() }
     }
 
     private func fireDueTimers() {
@@ -376,6 +397,7 @@ public final class EventLoop: @unchecked Sendable {
         let releases = registrations.values.compactMap(\.onShutdown)
         for token in Array(registrations.keys) { close(token) }
         timers.removeAll()
+        enqueued.removeAll()
         for release in releases { release() }
         crossThread.withLock { state in
             state.closed = true

@@ -143,7 +143,7 @@ public final class HappyEyeballsConnector {
             loop: loop,
             machine: HappyEyeballs(addresses: addresses, attemptDelay: attemptDelay, timeout: timeout),
             connectTimeout: timeout, completion: completion)
-        loop.scheduleTimer(after: .zero) { [connector] in
+        loop.enqueue { [connector] in
             guard connector.completion != nil else { return }
             connector.perform(connector.machine.start(now: loop.now))
         }

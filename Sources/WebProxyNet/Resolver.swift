@@ -33,7 +33,7 @@ public final class Resolver: @unchecked Sendable {
         loop.preconditionInEventLoop()
         let request = ResolveRequest(host: host, port: port, loop: loop, completion: completion)
         if let literal = SocketAddress(ipAddress: host, port: port) {
-            loop.scheduleTimer(after: .zero) { request.complete(.success([literal])) }
+            loop.enqueue { request.complete(.success([literal])) }
             return request
         }
         let accepted = queue.withLock { state in
@@ -44,7 +44,7 @@ public final class Resolver: @unchecked Sendable {
         if accepted {
             available.signal()
         } else {
-            loop.scheduleTimer(after: .zero) {
+            loop.enqueue {
                 request.complete(.failure(NetError(.cancelled, call: "getaddrinfo", message: "resolver stopped")))
             }
         }

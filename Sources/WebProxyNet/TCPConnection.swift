@@ -131,7 +131,7 @@ public final class TCPConnection {
         do {
             fd = try Syscall.streamSocket(for: address)
         } catch {
-            loop.scheduleTimer(after: .zero) { [attempt] in
+            loop.enqueue { [attempt] in
                 if !attempt.isCancelled { completion(.failure(error)) }
             }
             return attempt
@@ -151,7 +151,7 @@ public final class TCPConnection {
         } catch {
             Syscall.close(fd)
             connection.state = .closed
-            loop.scheduleTimer(after: .zero) { [attempt] in
+            loop.enqueue { [attempt] in
                 if !attempt.isCancelled { completion(.failure(error)) }
             }
             return attempt
@@ -163,10 +163,10 @@ public final class TCPConnection {
         do {
             if try Syscall.connect(fd, to: address) {
                 // Connected at once (loopback can): report on the next iteration, not re-entrantly.
-                loop.scheduleTimer(after: .zero) { [connection] in connection.finishConnect(.success(())) }
+                loop.enqueue { [connection] in connection.finishConnect(.success(())) }
             }
         } catch {
-            loop.scheduleTimer(after: .zero) { [connection] in connection.finishConnect(.failure(error)) }
+            loop.enqueue { [connection] in connection.finishConnect(.failure(error)) }
         }
         return attempt
     }
@@ -442,7 +442,7 @@ public final class TCPConnection {
     private func scheduleUnreadDelivery() {
         guard !unread.isEmpty, !unreadDeliveryScheduled, delegate != nil, !readPaused else { return }
         unreadDeliveryScheduled = true
-        loop.scheduleTimer(after: .zero) { [self] in
+        loop.enqueue { [self] in
             unreadDeliveryScheduled = false
             guard case .open = state, let delegate, !readPaused, !unread.isEmpty else { return }
             let bytes = unread
@@ -468,7 +468,7 @@ public final class TCPConnection {
         loop.close(token)
         queue.removeAll()
         unread = []
-        loop.scheduleTimer(after: .zero) { [self] in
+        loop.enqueue { [self] in
             let delegate = self.delegate
             self.delegate = nil
             delegate?.connection(self, didCloseWith: error)

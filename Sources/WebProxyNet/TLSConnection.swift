@@ -248,7 +248,7 @@ public final class TLSConnection {
                 self?.fail(.tls(TLSError(.handshakeFailed, "TLS handshake with \(peer) moved nothing for \(silence)")))
             }
         }
-        loop.scheduleTimer(after: .zero) { [self] in advanceHandshake() }
+        loop.enqueue { [self] in advanceHandshake() }
     }
 
     private func advanceHandshake() {
@@ -318,7 +318,7 @@ public final class TLSConnection {
             return
         }
         deliveryScheduled = true
-        loop.scheduleTimer(after: .zero) { [self] in
+        loop.enqueue { [self] in
             deliveryScheduled = false
             deliverPlaintext()
         }

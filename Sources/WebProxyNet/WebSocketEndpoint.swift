@@ -138,7 +138,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
     private func startIfReady() {
         guard !started, delegate != nil else { return }
         started = true
-        tls.loop.scheduleTimer(after: .zero) { [self] in
+        tls.loop.enqueue { [self] in
             guard !finished else { return }
             if !leftover.isEmpty {
                 let bytes = leftover

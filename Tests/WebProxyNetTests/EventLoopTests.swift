@@ -79,6 +79,27 @@ import WebProxyTestSupport
         }
     }
 
+    /// `enqueue` runs its work after the call that enqueued it returned, in order; work
+    /// enqueued by enqueued work runs too, on a later iteration (the loop polls instead of
+    /// blocking while any is left).
+    @Test func enqueuedWorkRunsAfterTheCallerInOrder() async throws {
+        try await withLoop { loop in
+            let order: [String] = try await onLoop(loop) { done in
+                var order: [String] = []
+                loop.enqueue { order.append("first") }
+                loop.enqueue {
+                    order.append("second")
+                    loop.enqueue {
+                        order.append("chained")
+                        done(order)
+                    }
+                }
+                order.append("caller")
+            }
+            #expect(order == ["caller", "first", "second", "chained"])
+        }
+    }
+
     @Test func signalArrivesThroughSignalfd() async throws {
         try await withLoop { loop in
             let signal: ProcessSignal = try await onLoop(loop) { done in

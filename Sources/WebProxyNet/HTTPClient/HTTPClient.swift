@@ -139,7 +139,7 @@ public final class HTTPClient {
             }
         }
         if let refusal {
-            loop.scheduleTimer(after: .zero) { task.complete(.failure(refusal)) }
+            loop.enqueue { task.complete(.failure(refusal)) }
             return task
         }
         let timeout = request.timeout ?? configuration.requestTimeout
@@ -439,7 +439,7 @@ public final class HTTPClientTask {
         // take a completion inside `execute` for a stale one and drop it, and the request
         // would be lost for good (no answer, no deadline).
         if let client, client.isSubmitting {
-            client.loop.scheduleTimer(after: .zero) { completion(result) }
+            client.loop.enqueue { completion(result) }
         } else {
             completion(result)
         }
