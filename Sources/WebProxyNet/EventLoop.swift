@@ -397,8 +397,8 @@ public final class EventLoop: @unchecked Sendable {
         let releases = registrations.values.compactMap(\.onShutdown)
         for token in Array(registrations.keys) { close(token) }
         timers.removeAll()
-        enqueued.removeAll()
         for release in releases { release() }
+        enqueued.removeAll()
         crossThread.withLock { state in
             state.closed = true
             state.tasks.removeAll()

@@ -61,7 +61,7 @@ struct UplinkPacer: Sendable {
     /// The bulk DATA one batch may carry: about `batchTime` of the delivery rate, 4 to 64 KiB.
     /// The relay acknowledges a message once all of it arrived, so a bulk message costs its
     /// own serialisation on top of the round trip before its WINDOW returns, and chat queued
-    /// behind it waits as long: on a 20 Mbit/s path 64 KiB is 26 ms, 12 KiB (5 ms) is what it sends.
+    /// behind it waits as long: on a 20 Mbit/s path 64 KiB takes 26 ms, and 5 ms is 12 KiB.
     var batchBulkBytes: Int {
         guard let rate = maxRate?.bytesPerSecond else { return Self.minimumBatchBulkBytes }
         let bytes = rate * Self.seconds(Self.batchTime)
