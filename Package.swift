@@ -5,6 +5,7 @@ let package = Package(
     name: "webproxyd",
     products: [
         .executable(name: "webproxyd", targets: ["webproxyd"]),
+        .executable(name: "webproxyd-demo", targets: ["webproxyd-demo"]),
         .library(name: "WebProxyCore", targets: ["WebProxyCore"]),
     ],
     targets: [
@@ -40,15 +41,19 @@ let package = Package(
             ]),
         // A relay written from the contract, for tests, the demo and benchmarks.
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet", "WebProxyTestSupport"]),
-        // Helpers the tests, the benchmarks and the demo share (blocking client, seeded
-        // generator, loop calls); not a product.
-        .target(name: "WebProxyTestSupport", dependencies: ["WebProxyNet"]),
+        // Helpers the tests, the benchmarks and the demo share (the test certificate authority,
+        // blocking client, seeded generator, loop calls); not a product.
+        .target(name: "WebProxyTestSupport", dependencies: ["WebProxyNet", "CWebProxyOpenSSL"]),
+        // The installed daemon: no test code.
+        .executableTarget(name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyNet"]),
+        // The demo: the daemon in front of the test relay in one process; never installed.
         .executableTarget(
-            name: "webproxyd", dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyTestSupport"]),
+            name: "webproxyd-demo",
+            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyTestSupport", "WebProxyNet", "WebProxyCore"]),
         // The test relay as a process, for end-to-end runs with outside clients (Telethon).
         .executableTarget(
             name: "webproxyd-testrelay",
-            dependencies: ["WebProxyTestRelay", "WebProxyNet", "WebProxyCore"]),
+            dependencies: ["WebProxyTestRelay", "WebProxyTestSupport", "WebProxyNet", "WebProxyCore"]),
         // Benchmarks and the soak run (scripts/bench, scripts/soak); never part of the tests.
         .executableTarget(
             name: "webproxyd-bench",

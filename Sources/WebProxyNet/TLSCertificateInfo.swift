@@ -48,10 +48,10 @@ public struct TLSCertificateInfo: Sendable, Equatable {
         spkiSHA256Base64 = Self.base64(Self.spkiSHA256(of: certificate))
     }
 
-    // MARK: - X509 reading helpers shared with TLSContext and TestCertificateAuthority
+    // MARK: - X509 reading helpers shared with TLSContext and the tests' certificate authority
 
     /// SHA-256 over the DER SubjectPublicKeyInfo of an `X509*`; empty if it cannot be encoded.
-    static func spkiSHA256(of certificate: OpaquePointer) -> [UInt8] {
+    package static func spkiSHA256(of certificate: OpaquePointer) -> [UInt8] {
         guard let publicKey = X509_get_X509_PUBKEY(certificate) else { return [] }
         let length = i2d_X509_PUBKEY(publicKey, nil)
         guard length > 0 else { return [] }
@@ -71,7 +71,7 @@ public struct TLSCertificateInfo: Sendable, Equatable {
     }
 
     /// Standard base64 with padding (OpenSSL's encoder).
-    static func base64(_ bytes: [UInt8]) -> String {
+    package static func base64(_ bytes: [UInt8]) -> String {
         guard !bytes.isEmpty else { return "" }
         let capacity = 4 * ((bytes.count + 2) / 3) + 1
         var output = [UInt8](repeating: 0, count: capacity)

@@ -59,7 +59,7 @@ public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     static let maximumDrainedErrors = 8
 
     /// Empties this thread's OpenSSL error queue into readable strings.
-    static func drainOpenSSLErrors() -> [String] {
+    package static func drainOpenSSLErrors() -> [String] {
         var entries: [String] = []
         var data: UnsafePointer<CChar>?
         var flags: Int32 = 0

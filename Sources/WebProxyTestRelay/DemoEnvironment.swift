@@ -1,6 +1,7 @@
 import Dispatch
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 
 /// The relay side of `webproxyd demo`, in-process: a fresh test CA, a `TestRelayServer` on
 /// its own loop that serves `proxy.example.com` over real TLS with one profile per carrier,

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 import WebProxyTestRelay
 
 /// Writes `text` straight to a descriptor: no stdio buffer, so a pipe sees it at once.

@@ -6,9 +6,6 @@ import WebProxyNet
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
-    try ProcessSignal.ignoreBrokenPipes()
-    // The demo watches no signals, so it keeps the default SIGINT/SIGTERM (Ctrl-C ends it).
-    if arguments.first == "demo" { exit(DemoCommand.run(arguments: Array(arguments.dropFirst()))) }
     // Before any thread starts: SIGTERM/SIGINT/SIGHUP blocked so that every thread inherits
     // the mask and the signals wait for the event loop's signalfd.
     try ProcessSignal.prepareProcess()

@@ -1,5 +1,6 @@
 import CWebProxyOpenSSL
 import Testing
+import WebProxyTestSupport
 
 @testable import WebProxyNet
 

@@ -1,4 +1,5 @@
 import Testing
+import WebProxyTestSupport
 
 @testable import WebProxyNet
 

@@ -26,7 +26,6 @@ public enum CommandLineTool {
           link                 Print the tg://proxy link Telegram should use for each relay.
           status               Show the running daemon's relays (--json for the JSON document).
           check                Diagnose a relay stage by stage (exit 10–16 names the failed stage).
-          demo                 Run the daemon against an in-process test relay and measure every carrier.
           help                 Show this help.
           version              Print the version.
 
@@ -109,6 +108,10 @@ public enum CommandLineTool {
             return StatusCommand.run(rest, output: output, errors: errors, environment: environment)
         case "check":
             return CheckCommand.run(rest, output: output, errors: errors, environment: environment)
+        case "demo":
+            // The demo links the test relay, so it is a program of its own that is never installed.
+            errors.write("webproxyd: the demo is its own program: run webproxyd-demo from a source build (see the README)\n")
+            return ExitCode.usage
         default:
             // Only a word is echoed: a link or secret typed in place of a subcommand is not.
             let isWord = first.count <= 32 && first.utf8.allSatisfy { (0x61...0x7A).contains($0) || $0 == 0x2D }

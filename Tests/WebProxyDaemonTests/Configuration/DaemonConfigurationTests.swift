@@ -4,6 +4,7 @@ import Glibc
 import Testing
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 @testable import WebProxyDaemon
 
 let plainSecretHex = "00112233445566778899aabbccddeeff"

@@ -1,6 +1,7 @@
 import Testing
 import WebProxyCore
 import WebProxyNet
+import WebProxyTestSupport
 import WebProxyTestRelay
 
 @testable import WebProxyDaemon

@@ -1,7 +1,7 @@
 import WebProxyCore
 import WebProxyTestRelay
 
-/// The options of `webproxyd demo`, parsed from `--name VALUE` or `--name=VALUE`.
+/// The options of `webproxyd-demo`, parsed from `--name VALUE` or `--name=VALUE`.
 struct DemoOptions: Equatable {
     var bulkBytes = 128 << 20
     var bulkTimeLimit: Duration = .seconds(3)

@@ -1,4 +1,5 @@
 internal import CWebProxyOpenSSL
+import WebProxyNet
 
 #if canImport(Glibc)
     import Glibc

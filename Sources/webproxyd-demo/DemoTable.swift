@@ -1,13 +1,13 @@
 import WebProxyCore
 import WebProxyTestRelay
 
-/// The text `webproxyd demo` prints: a header that says what was measured, and one row per
+/// The text `webproxyd-demo` prints: a header that says what was measured, and one row per
 /// carrier as it finishes. Only counts and times: no secret, address of the relay or payload.
 enum DemoTable {
     static func header(workload: DemoWorkload) -> String {
         let mebibytes = Double(workload.bulkBytes) / 1_048_576
         return """
-            webproxyd demo: local TCP clients → webproxyd → TLS → in-process test relay → echo backend
+            webproxyd-demo: local TCP clients → webproxyd → TLS → in-process test relay → echo backend
             Per carrier: \(format(mebibytes, decimals: mebibytes < 10 ? 2 : 0)) MiB echoed over \
             \(workload.connections) connections (at most \(seconds(workload.bulkTimeLimit)) s), then \
             \(workload.roundTrips) round trips of \(DemoWorkload.messageBytes) bytes.

@@ -6,15 +6,15 @@ import WebProxyDaemon
 import WebProxyTestRelay
 import WebProxyTestSupport
 
-/// `webproxyd demo`: the real daemon in front of our in-process test relay, traffic through
+/// `webproxyd-demo`: the real daemon in front of our in-process test relay, traffic through
 /// every carrier, and a table of what was measured.
 ///
-/// It lives in the executable because it needs both the daemon (`WebProxyDaemon`) and the
-/// test relay (`WebProxyTestRelay`), and only this target depends on both; the relay set-up
-/// and the workload live in `WebProxyTestRelay` so the tests run the same code.
+/// It is its own executable so that the installed `webproxyd` links no test code: only this
+/// target joins the daemon (`WebProxyDaemon`) to the test relay (`WebProxyTestRelay`). The
+/// relay set-up and the workload live in `WebProxyTestRelay` so the tests run the same code.
 enum DemoCommand {
     static let help = """
-        USAGE: webproxyd demo [--bytes SIZE] [--seconds S] [--round-trips N] [--carrier NAME]
+        USAGE: webproxyd-demo [--bytes SIZE] [--seconds S] [--round-trips N] [--carrier NAME]
 
         Start a test relay in this process (real TLS with a throw-away test CA, an echo
         backend, one secret per carrier) and the real daemon in front of it, push traffic
@@ -44,13 +44,13 @@ enum DemoCommand {
         do {
             options = try DemoOptions(parsing: arguments)
         } catch {
-            errors.write("webproxyd demo: \(error)\n\n" + help + "\n")
+            errors.write("webproxyd-demo: \(error)\n\n" + help + "\n")
             return CommandLineTool.ExitCode.usage
         }
         do {
             return try runDemo(options, output: output, errors: errors)
         } catch {
-            errors.write("webproxyd demo: \(error)\n")
+            errors.write("webproxyd-demo: \(error)\n")
             return CommandLineTool.ExitCode.failure
         }
     }
@@ -83,7 +83,7 @@ enum DemoCommand {
         _ = daemon.waitUntilStopped()
 
         guard failures.isEmpty else {
-            for (carrier, failure) in failures { errors.write("webproxyd demo: \(carrier) failed: \(failure)\n") }
+            for (carrier, failure) in failures { errors.write("webproxyd-demo: \(carrier) failed: \(failure)\n") }
             let problems = log.records.filter { $0.level >= .warning }.suffix(10)
             if !problems.isEmpty {
                 errors.write("The daemon's last warnings:\n")
