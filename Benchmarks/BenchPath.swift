@@ -42,7 +42,7 @@ final class BenchWorld: @unchecked Sendable {
     init() throws {
         backendLoop = try EventLoop(name: "bench-backend")
         let loop = backendLoop
-        backend = try runOnLoop(loop) { try BenchBackend.start(on: loop) }
+        backend = try loop.submitAndWait { try BenchBackend.start(on: loop) }
         resolver = try Resolver()
         let authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
@@ -59,7 +59,7 @@ final class BenchWorld: @unchecked Sendable {
 
     func shutdown() {
         let backend = backend
-        _ = try? runOnLoop(backendLoop) { backend.stop() }
+        _ = try? backendLoop.submitAndWait { backend.stop() }
         backendLoop.stop()
         backendLoop.waitUntilStopped()
         resolver.shutdown()
@@ -105,7 +105,7 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
         frontLoop = try EventLoop(name: "bench-front")
         entryLoop = try EventLoop(name: entryThreadName)
         let (frontLoop, entryLoop) = (frontLoop, entryLoop)
-        front = try runOnLoop(frontLoop) {
+        front = try frontLoop.submitAndWait {
             try TLSTunnel.startFront(on: frontLoop, context: world.serverContext, backend: world.backend.localAddress)
         }
         let frontAddress = front.localAddress
@@ -115,7 +115,7 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
             connectTo: DialTarget(host: "127.0.0.1", port: wan?.port ?? front.localAddress.port)!)
         let dialer = SecureDialer(dialer: Dialer(timeout: .seconds(5)), context: world.clientContext)
         startedAt = ProcessProbe.now()
-        entry = try runOnLoop(entryLoop) {
+        entry = try entryLoop.submitAndWait {
             try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
         }
         port = entry.localAddress.port
@@ -123,8 +123,8 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
 
     func stop() {
         let (front, entry) = (front, entry)
-        _ = try? runOnLoop(entryLoop) { entry.close() }
-        _ = try? runOnLoop(frontLoop) { front.close() }
+        _ = try? entryLoop.submitAndWait { entry.close() }
+        _ = try? frontLoop.submitAndWait { front.close() }
         entryLoop.stop()
         frontLoop.stop()
         entryLoop.waitUntilStopped()
@@ -162,7 +162,7 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         let host = try RelayHost(BenchWorld.host)
         let profile = RelayProfile(secret: try ProxySecret(parsing: BenchWorld.secret), carrierMode: mode)
         let configuration = TestRelayConfiguration(host: host, profiles: [profile], limits: relayLimits)
-        relay = try runOnLoop(relayLoop) {
+        relay = try relayLoop.submitAndWait {
             try TestRelayServer.start(
                 on: relayLoop, listen: .loopbackIPv4(port: 0), configuration: configuration,
                 backends: [world.backend.localAddress], tls: http1Only ? world.http1ServerContext : world.serverContext)
@@ -191,7 +191,7 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         daemon.requestStop()
         _ = daemon.waitUntilStopped()
         let relay = relay
-        _ = try? runOnLoop(relayLoop) { relay.stop() }
+        _ = try? relayLoop.submitAndWait { relay.stop() }
         relayLoop.stop()
         relayLoop.waitUntilStopped()
         wan?.stop()

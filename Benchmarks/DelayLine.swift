@@ -256,13 +256,13 @@ final class WANLeg: @unchecked Sendable {
     init(to target: SocketAddress, shape: DelayLine.Shape) throws {
         loop = try EventLoop(name: "bench-wan")
         let loop = loop
-        line = try runOnLoop(loop) { try DelayLine.start(on: loop, to: target, shape: shape) }
+        line = try loop.submitAndWait { try DelayLine.start(on: loop, to: target, shape: shape) }
         port = line.port
     }
 
     func stop() {
         let line = line
-        _ = try? runOnLoop(loop) { line.stop() }
+        _ = try? loop.submitAndWait { line.stop() }
         loop.stop()
         loop.waitUntilStopped()
     }

@@ -75,7 +75,7 @@ enum Soak {
             let rss = ProcessProbe.residentBytes()
             let fds = ProcessProbe.openDescriptorCount()
             let backend = world.backend
-            let backendStreams = (try? runOnLoop(world.backendLoop) { backend.connectionCount }) ?? -1
+            let backendStreams = (try? world.backendLoop.submitAndWait { backend.connectionCount }) ?? -1
             samples.append((now - start, rss, fds))
             say(String(
                 format: "%6.0f s %6.1f MiB %5d %8d %8d %6.1f %7d %9d %9d", now - start, Double(rss) / mebibyte, fds,

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 internal import CWebProxyLinux
 import Synchronization
@@ -150,15 +151,33 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: cross-thread
 
-    /// Runs `task` on the loop thread soon, in submission order. Callable from any thread;
-    /// dropped if the loop has stopped.
-    public func execute(_ task: @escaping @Sendable () -> Void) {
+    /// Runs `task` on the loop thread soon, in submission order. Callable from any thread.
+    /// Returns false, and drops `task`, once a stop was requested; a task it accepted runs.
+    @discardableResult
+    public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
         crossThread.withLock { state in
-            guard !state.closed else { return }
+            // The loop runs every task taken with the stop request (see `runTasks`), so
+            // refusing from then on means no accepted task is ever dropped.
+            guard !state.closed, !state.stopRequested else { return false }
             let wasEmpty = state.tasks.isEmpty
             state.tasks.append(task)
             if wasEmpty { wake() }
+            return true
         }
+    }
+
+    /// Runs `body` on the loop and blocks the calling thread until it has returned, as
+    /// `DispatchQueue.sync` does; throws `NetError.closed` if a stop was requested first.
+    /// Never call it on the loop's own thread. `body` need not be `Sendable`: its caller is
+    /// blocked while it runs, so nothing else touches what it captures.
+    public func submitAndWait<T>(_ body: @escaping () throws -> T) throws -> T {
+        precondition(!inEventLoop, "submitAndWait on the loop thread would deadlock")
+        let handoff = Handoff<T>()
+        nonisolated(unsafe) let body = body
+        guard execute({ handoff.finish(Result { try body() }) }) else {
+            throw NetError(.closed, call: "submitAndWait", message: "the event loop has stopped")
+        }
+        return try handoff.wait().get()
     }
 
     /// Asks the loop to stop: it runs the tasks already submitted, then closes every descriptor
@@ -406,5 +425,23 @@ public final class EventLoop: @unchecked Sendable {
         }
         Syscall.close(timerFD)
         Syscall.close(epollFD)
+    }
+}
+
+/// Carries `submitAndWait`'s result from the loop thread to the blocked caller; the
+/// semaphore orders the write before the read.
+private final class Handoff<T>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<T, any Error>?
+
+    func finish(_ result: Result<T, any Error>) {
+        self.result = result
+        done.signal()
+    }
+
+    func wait() -> Result<T, any Error> {
+        done.wait()
+        guard let result else { preconditionFailure("signalled without a result") }
+        return result
     }
 }

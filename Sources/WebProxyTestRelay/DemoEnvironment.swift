@@ -1,4 +1,3 @@
-import Dispatch
 import WebProxyCore
 import WebProxyNet
 import WebProxyTestSupport
@@ -64,9 +63,8 @@ public final class DemoEnvironment: @unchecked Sendable {
             host: try RelayHost(host),
             profiles: profiles.map { RelayProfile(secret: $0.secret, carrierMode: $0.carrier) })
         let loop = try EventLoop(name: "demo-relay")
-        let started = LoopResult<(TestRelayServer, EchoBackend)>()
-        loop.execute {
-            started.finish {
+        do {
+            let (relay, echo) = try loop.submitAndWait {
                 let echo = try EchoBackend.start(on: loop)
                 do {
                     let relay = try TestRelayServer.start(
@@ -78,9 +76,6 @@ public final class DemoEnvironment: @unchecked Sendable {
                     throw error
                 }
             }
-        }
-        do {
-            let (relay, echo) = try started.wait()
             return DemoEnvironment(caPEM: authority.certificatePEM, loop: loop, relay: relay, echo: echo)
         } catch {
             loop.stop()
@@ -91,33 +86,11 @@ public final class DemoEnvironment: @unchecked Sendable {
 
     /// Stops the relay and the backend and joins the loop.
     public func stop() {
-        let stopped = LoopResult<Void>()
-        loop.execute { [self] in
-            stopped.finish {
-                relay.stop()
-                echo.stop()
-            }
+        try? loop.submitAndWait { [self] in
+            relay.stop()
+            echo.stop()
         }
-        _ = try? stopped.wait()
         loop.stop()
         loop.waitUntilStopped()
-    }
-}
-
-/// A result produced on a loop thread and awaited by a plain thread.
-private final class LoopResult<Value>: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var result: Result<Value, any Error>?
-
-    func finish(_ body: () throws -> Value) {
-        result = Result(catching: body)
-        done.signal()
-    }
-
-    func wait() throws -> Value {
-        done.wait()
-        // The semaphore orders the write above before this read.
-        guard let result else { preconditionFailure("signalled without a result") }
-        return try result.get()
     }
 }

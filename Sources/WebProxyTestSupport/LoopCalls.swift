@@ -1,4 +1,3 @@
-import Dispatch
 import WebProxyNet
 
 /// A caller waited longer than its bound for a loop to answer (a safety bound, not a speed
@@ -39,26 +38,4 @@ public func onLoop<T: Sendable>(
             }
         }
     }
-}
-
-/// Runs `body` on `loop` from a plain thread and blocks until it returned, or throws
-/// `LoopTimeout` after `timeout`. Never call it on the loop's own thread.
-public func runOnLoop<T>(_ loop: EventLoop, timeout: Duration = .seconds(30), _ body: @escaping () throws -> T) throws -> T {
-    let box = LoopResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) let body = body
-    loop.execute {
-        box.result = Result { try body() }
-        done.signal()
-    }
-    let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-    guard done.wait(timeout: .now() + seconds) == .success, let result = box.result else {
-        throw LoopTimeout(limit: timeout)
-    }
-    return try result.get()
-}
-
-/// Carries a result from a loop thread to the waiting caller (the semaphore orders access).
-private final class LoopResultBox<T>: @unchecked Sendable {
-    var result: Result<T, any Error>?
 }

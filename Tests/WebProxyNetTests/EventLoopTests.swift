@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Testing
 import WebProxyTestSupport
 @testable import WebProxyNet
@@ -26,6 +27,39 @@ import WebProxyTestSupport
             }
             #expect(seen == [Array(0..<200), Array(0..<200)])
         }
+    }
+
+    @Test func submitAndWaitRunsOnTheLoopAndReturnsOrRethrows() throws {
+        let loop = try EventLoop(name: "submit-loop")
+        defer {
+            loop.stop()
+            loop.waitUntilStopped()
+        }
+        // A non-Sendable value, read back after the body ran: the caller was blocked meanwhile.
+        final class Counter { var value = 0 }
+        let counter = Counter()
+        let ranOnLoop = try loop.submitAndWait {
+            counter.value += 41
+            return loop.inEventLoop
+        }
+        #expect(ranOnLoop)
+        #expect(try loop.submitAndWait { counter.value + 1 } == 42)
+        struct Refused: Error {}
+        #expect(throws: Refused.self) { try loop.submitAndWait { throw Refused() } }
+    }
+
+    @Test func everyAcceptedTaskRunsAndNoneIsAcceptedOnceAStopWasRequested() throws {
+        let loop = try EventLoop(name: "stop-loop")
+        let ran = Atomic<Int>(0)
+        var accepted = 0
+        for _ in 0..<1000 where loop.execute({ ran.add(1, ordering: .relaxed) }) { accepted += 1 }
+        loop.stop()
+        #expect(!loop.execute {})
+        #expect(throws: NetError.self) { try loop.submitAndWait { 1 } }
+        loop.waitUntilStopped()
+        #expect(accepted == 1000)
+        #expect(ran.load(ordering: .relaxed) == accepted)
+        #expect(!loop.execute {})
     }
 
     @Test func inEventLoopIsFalseElsewhere() async throws {

@@ -164,27 +164,10 @@ public final class Daemon: @unchecked Sendable {
 
     // MARK: Loop thread
 
-    /// Runs `body` on the loop and waits for its result (nil if the loop has stopped).
+    /// Runs `body` on the loop and waits for its result; nil if the loop has stopped.
     @discardableResult
     private func onLoop<T>(_ body: @escaping () -> T) -> T? {
-        let box = LoopResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) let body = body
-        loop.execute {
-            box.value = body()
-            done.signal()
-        }
-        // A stopped loop drops the task: do not wait forever.
-        while done.wait(timeout: .now() + .milliseconds(200)) == .timedOut {
-            if isLoopClosed() { return nil }
-        }
-        return box.value
-    }
-
-    private func isLoopClosed() -> Bool {
-        let probe = DispatchSemaphore(value: 0)
-        loop.execute { probe.signal() }
-        return probe.wait(timeout: .now() + .seconds(2)) == .timedOut
+        do { return try loop.submitAndWait(body) } catch { return nil }
     }
 
     private func shutDownLoop() {
@@ -458,9 +441,4 @@ public final class Daemon: @unchecked Sendable {
 public struct DaemonStartError: Error, Sendable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Carries a result from the loop thread to a waiting caller; the semaphore orders the accesses.
-private final class LoopResultBox<T>: @unchecked Sendable {
-    var value: T?
 }

@@ -28,16 +28,16 @@ final class StubRelay: @unchecked Sendable {
         authority = try TestCertificateAuthority()
         let leaf = try authority.issueLeaf(dnsNames: [Self.host])
         let context = try TLSContext(server: leaf.serverConfiguration)
-        server = try runOnLoop(loop, timeout: .seconds(10)) { [self] () throws -> HTTPServer in
+        server = try loop.submitAndWait { [self] () throws -> HTTPServer in
             try HTTPServer.start(on: .loopbackIPv4(port: 0), context: context, loop: loop) { [self] request, responder in
                 handle(request, responder)
             }
         }
     }
 
-    var port: UInt16 { (try? runOnLoop(loop, timeout: .seconds(10)) { [self] in server?.localAddress?.port ?? 0 }) ?? 0 }
+    var port: UInt16 { (try? loop.submitAndWait { [self] in server?.localAddress?.port ?? 0 }) ?? 0 }
 
-    var deleteCount: Int { (try? runOnLoop(loop, timeout: .seconds(10)) { [self] in deletes }) ?? -1 }
+    var deleteCount: Int { (try? loop.submitAndWait { [self] in deletes }) ?? -1 }
 
     func shutdown() {
         loop.stop()
