@@ -32,12 +32,15 @@ let package = Package(
         .target(name: "WebProxyCore", dependencies: ["CWebProxyOpenSSL", "CWebProxyIDN2"]),
         // Event loop, sockets, TLS, HTTP/1.1, HTTP/2 and WebSocket. Knows nothing of the relay protocol.
         .target(name: "WebProxyNet", dependencies: ["CWebProxyOpenSSL", "CWebProxyNGHTTP2", "CWebProxyLinux"]),
-        // Carriers, bootstrap, session supervision, listener, configuration, logging.
+        // What the daemon decides for a session, as a sans-I/O machine: events in, actions out.
+        // It may import WebProxyCore only, so the compiler keeps it free of sockets and clocks.
+        .target(name: "WebProxySession", dependencies: ["WebProxyCore"]),
+        // The I/O shell: carriers, bootstrap, listener, configuration, logging, command line.
         .target(
             name: "WebProxyDaemon",
             dependencies: [
-                "WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL", "CWebProxyQRencode",
-                "CWebProxyLinux",
+                "WebProxySession", "WebProxyCore", "WebProxyNet", "CWebProxySystemd", "CWebProxyOpenSSL",
+                "CWebProxyQRencode", "CWebProxyLinux",
             ]),
         // A relay written from the contract, for tests, the demo and benchmarks.
         .target(name: "WebProxyTestRelay", dependencies: ["WebProxyCore", "WebProxyNet", "WebProxyTestSupport"]),
@@ -64,7 +67,10 @@ let package = Package(
         .testTarget(name: "WebProxyNetTests", dependencies: ["WebProxyNet", "CWebProxyOpenSSL", "WebProxyTestSupport"]),
         .testTarget(
             name: "WebProxyDaemonTests",
-            dependencies: ["WebProxyDaemon", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore", "WebProxyTestSupport"]),
+            dependencies: [
+                "WebProxyDaemon", "WebProxySession", "WebProxyTestRelay", "WebProxyNet", "WebProxyCore",
+                "WebProxyTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

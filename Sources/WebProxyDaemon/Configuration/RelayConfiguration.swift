@@ -1,4 +1,5 @@
 import WebProxyCore
+import WebProxySession
 
 /// Everything one `[relay NAME]` section (or the quick `run --link` flags) says: which
 /// relay to reach, how, and where the local MTProxy listener binds.

@@ -1,4 +1,5 @@
 import WebProxyCore
+import WebProxySession
 
 /// What one relay has done since it started, for `webproxyd status` and the metrics.
 /// Kept by `RelayService` on the loop thread; every label it holds comes from a fixed set.

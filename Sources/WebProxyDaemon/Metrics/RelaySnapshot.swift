@@ -1,3 +1,5 @@
+import WebProxySession
+
 /// One relay at one instant, taken on the loop thread: what `status` shows and what the
 /// metrics endpoint exposes.
 struct RelaySnapshot: Equatable, Sendable {

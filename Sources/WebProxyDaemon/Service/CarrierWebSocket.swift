@@ -1,4 +1,5 @@
 import WebProxyNet
+import WebProxySession
 
 /// The shell's side of one WebSocket of the websocket carriers: the upgrade attempt, then
 /// the open endpoint, reporting messages, Pongs, drains and the end to the relay service.

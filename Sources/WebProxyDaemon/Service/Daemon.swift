@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import WebProxyCore
+import WebProxySession
 import WebProxyNet
 
 /// Every relay on one event loop, with the process around them: systemd notifications

@@ -1,4 +1,5 @@
 import WebProxyNet
+import WebProxySession
 
 /// The shell's side of one accepted local (Telegram) connection: the socket, the bytes read
 /// but not yet allowed through to the session (at most one read chunk: reading pauses while

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import WebProxyCore
+import WebProxySession
 import WebProxyNet
 
 /// One relay, running on the daemon's event loop: the loopback listener, the local

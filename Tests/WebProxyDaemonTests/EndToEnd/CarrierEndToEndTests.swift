@@ -5,6 +5,7 @@ import WebProxyTestSupport
 import WebProxyTestRelay
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// The whole chain with real parts: local TCP clients → the daemon → real TLS → our test
 /// relay → an echo backend, once per carrier. Several streams share one relay session and

@@ -9,6 +9,7 @@ import WebProxyNet
 import WebProxyTestRelay
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// End-to-end and fault-injection cases (issues 4 and 6): the real daemon in front of our test
 /// relay over real TLS and sockets. Each nested suite holds one theme; everything runs one

@@ -11,6 +11,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// The real daemon in front of our test relay (real TLS, real sockets, an echo backend), for
 /// the end-to-end and fault tests. The daemon runs in-process on its own loop thread.

@@ -8,6 +8,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Cases 7, 8 and 12: local clients that half-close, arrive by the thousand, or are

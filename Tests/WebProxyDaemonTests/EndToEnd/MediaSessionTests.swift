@@ -5,6 +5,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// Telegram's media-cluster connections (a negative DC id in the obfuscated2 init) get a
 /// relay session of their own, so downloads do not share chat's TCP flow; every other

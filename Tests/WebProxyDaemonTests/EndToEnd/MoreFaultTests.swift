@@ -5,6 +5,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Cases 13–18: a slow relay, a relay answering garbage (to the carrier's requests, the

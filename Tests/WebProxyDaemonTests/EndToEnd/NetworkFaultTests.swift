@@ -9,6 +9,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Faults on the network between the daemon and the relay, injected into the ciphertext

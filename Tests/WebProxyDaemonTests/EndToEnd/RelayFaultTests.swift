@@ -4,6 +4,7 @@ import WebProxyNet
 import WebProxyTestRelay
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Cases 3–6: the relay misbehaves on purpose (dropped answers, 503s, a restart, bad frames).

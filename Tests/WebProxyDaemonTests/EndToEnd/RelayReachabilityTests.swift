@@ -8,6 +8,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Cases 9–11: the relay cannot be reached safely (untrusted certificate, dead upstream

@@ -9,6 +9,7 @@ import WebProxyTestRelay
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 extension EndToEndFaultTests {
     /// Cases 1 and 2: many streams at once, and a stream whose local reader stalls.

@@ -5,6 +5,7 @@ import WebProxyNet
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// `webproxyd run` in-process against `StubRelay`: real sockets, real TLS, bounded waits.
 @Suite(.serialized) struct DaemonRunTests {

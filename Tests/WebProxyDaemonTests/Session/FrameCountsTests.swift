@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 @Suite struct FrameCountsTests {
     typealias H = SessionHarness

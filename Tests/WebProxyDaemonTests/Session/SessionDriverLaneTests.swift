@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 @Suite("SessionDriver: https-lanes and websocket-lanes carriers")
 struct SessionDriverLaneTests: SessionDriverSuite {

@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// The uplink pacer in the session: bulk DATA leaves only within the room the pacer allows,
 /// a light stream (chat) is not held back by it, and WINDOW returns open the room again.

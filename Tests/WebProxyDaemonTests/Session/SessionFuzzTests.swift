@@ -3,6 +3,7 @@ import WebProxyCore
 import WebProxyTestSupport
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// Seeded random lives of a session against a simulated relay that mostly follows the
 /// protocol and sometimes is hostile (garbage bodies, DATA beyond the window, frames for

@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 @Suite("SessionSupervisor: bootstrap, rebuild, admission, shutdown")
 struct SessionSupervisorTests {

@@ -2,6 +2,7 @@ import Testing
 import WebProxyCore
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// Drives a `SessionSupervisor` with injected time and recorded relay answers shaped like
 /// the transcripts in `relay-transcripts/` (host `proxy.example.com`, https profile secret).

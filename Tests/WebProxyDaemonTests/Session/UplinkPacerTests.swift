@@ -1,6 +1,7 @@
 import Testing
 
 @testable import WebProxyDaemon
+@testable import WebProxySession
 
 /// The pacer against a simulated path: a bottleneck of `bytesPerMillisecond`, then a fixed
 /// round trip before the relay's WINDOW comes back. Every millisecond the sender fills what

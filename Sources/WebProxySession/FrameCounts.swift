@@ -13,7 +13,7 @@ public struct FrameCounts: Hashable, Sendable {
         self.received = received
     }
 
-    mutating func add(_ other: FrameCounts) {
+    public mutating func add(_ other: FrameCounts) {
         sent += other.sent
         received += other.received
     }
