@@ -103,7 +103,7 @@ struct HTTPExchanges: Sendable {
         inFlight[id] = exchange
         step.emit(
             .sendHTTP(
-                id, exchange.request, deadline: step.now.advanced(by: exchange.deadline),
+                id, exchange.operation, exchange.request, deadline: step.now.advanced(by: exchange.deadline),
                 silence: exchange.operation.isLongPoll ? nil : silenceBound))
         return id
     }

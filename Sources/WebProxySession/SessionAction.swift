@@ -2,10 +2,10 @@ public import WebProxyCore
 
 /// Something the I/O shell must do, returned by `SessionSupervisor.handle(_:at:)`, in order.
 public enum SessionAction: Equatable, Sendable, CustomStringConvertible {
-    /// Send `request`; report `httpResponse` or, if nothing arrives by `deadline`, or its
-    /// connection moves nothing for `silence` once it is sent, abandon it and report
-    /// `httpFailed`. `silence` is nil for a long poll, which the relay rightly holds.
-    case sendHTTP(RequestID, CarrierRequest, deadline: MonotonicInstant, silence: Duration?)
+    /// Send `request`, made for `operation`; report `httpResponse` or, if nothing arrives by
+    /// `deadline`, or its connection moves nothing for `silence` once it is sent, abandon it
+    /// and report `httpFailed`. `silence` is nil for a long poll, which the relay rightly holds.
+    case sendHTTP(RequestID, HTTPOperation, CarrierRequest, deadline: MonotonicInstant, silence: Duration?)
     /// Abandon a request; no event is expected for it any more.
     case cancelHTTP(RequestID)
     /// Open a WebSocket with this upgrade request (the client adds `Sec-WebSocket-Key`);
@@ -42,8 +42,8 @@ public enum SessionAction: Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .sendHTTP(let id, let request, let deadline, let silence):
-            "sendHTTP(\(id), \(request), deadline \(deadline)\(silence.map { ", silence \($0)" } ?? ""))"
+        case .sendHTTP(let id, let operation, let request, let deadline, let silence):
+            "sendHTTP(\(id), \(operation), \(request), deadline \(deadline)\(silence.map { ", silence \($0)" } ?? ""))"
         case .cancelHTTP(let id): "cancelHTTP(\(id))"
         case .openWebSocket(let id, let request, let deadline): "openWebSocket(\(id), \(request), deadline \(deadline))"
         case .sendWebSocketMessage(let id, let bytes): "sendWebSocketMessage(\(id), \(bytes.count) bytes)"
@@ -204,7 +204,7 @@ public enum HTTPOperation: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A `/down` may be parked by the relay for its whole long poll without a byte moving.
-    var isLongPoll: Bool {
+    public var isLongPoll: Bool {
         if case .down = self { true } else { false }
     }
 }

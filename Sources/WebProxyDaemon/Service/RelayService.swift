@@ -499,8 +499,8 @@ final class RelayService {
 
     private func perform(_ action: consuming SessionAction, _ role: SessionRole) {
         switch consume action {
-        case .sendHTTP(let id, let request, let deadline, let silence):
-            sendHTTP(id, request, timeout: now.duration(to: deadline), silence: silence, role: role)
+        case .sendHTTP(let id, let operation, let request, let deadline, let silence):
+            sendHTTP(id, operation, request, timeout: now.duration(to: deadline), silence: silence, role: role)
         case .cancelHTTP(let id):
             requests.removeValue(forKey: id)?.cancel()
         case .openWebSocket(let id, let request, let deadline):
@@ -600,7 +600,8 @@ final class RelayService {
     }
 
     private func sendHTTP(
-        _ id: RequestID, _ request: CarrierRequest, timeout: Duration, silence: Duration?, role: SessionRole
+        _ id: RequestID, _ operation: HTTPOperation, _ request: CarrierRequest, timeout: Duration,
+        silence: Duration?, role: SessionRole
     ) {
         let started = loop.now
         var httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
@@ -614,7 +615,7 @@ final class RelayService {
                     LogFields(stage: "http"))
                 // The session's DELETE (after it ended, or at stop) is neither bootstrap nor
                 // carrier traffic: it is not timed.
-                if request.method != "DELETE" {
+                if operation != .deleteSession {
                     counters.recordRequest(carrier: carrier, duration: loop.now - started)
                 }
                 handle(.httpResponse(id, RelayTransport.carrierResponse(response), wallClockSeconds: Int64(time(nil))), role)

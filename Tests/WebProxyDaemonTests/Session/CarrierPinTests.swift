@@ -28,12 +28,12 @@ struct CarrierPinTests {
             ])
         // The page is never turned into a session: the rebuild fetches a fresh page.
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(2), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(2), .bridgePage, H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("the relay selects the pinned carrier: the session comes up as without a pin")
     func sameCarrierComesUp() {
         var h = SessionHarness(settings: Self.pinned(.https))
-        #expect(h.establish(.https) == [.sessionUp(.https), .sendHTTP(RequestID(3), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
+        #expect(h.establish(.https) == [.sessionUp(.https), .sendHTTP(RequestID(3), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
     }
 }

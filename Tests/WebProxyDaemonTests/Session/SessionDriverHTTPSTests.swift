@@ -11,7 +11,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
     func bootstrap() {
         var h = SessionHarness()
         let up = h.establish(.https)
-        #expect(up == [.sessionUp(.https), .sendHTTP(RequestID(3), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
+        #expect(up == [.sessionUp(.https), .sendHTTP(RequestID(3), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(h.supervisor.sessionMode == .https)
     }
 
@@ -25,34 +25,34 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         let openBody = CarrierFixturesBytes.openData
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(4), .up(lane: nil), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.supervisor.readAllowance(for: conn) == 4_194_304 - 16)
         // More bytes while /up 1 is in flight wait for the ack, then go as one body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(5), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(5), .up(lane: nil), H.up(2, [.data(stream: stream(1), payload: echoBytes + echoBytes)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // 03 step 5: WINDOW(1,16)+DATA(1,16): written locally, then the poll acknowledges it.
         let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
-                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), .down(lane: nil), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         // Credit comes back as the local socket drains, coalesced while /up 2 is in flight.
         #expect(h.on(.localWritten(conn, 10)) == [])
         #expect(h.on(.localWritten(conn, 6)) == [])
         #expect(
             h.on(.httpResponse(RequestID(5), H.upAck(2), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(7), .up(lane: nil), H.up(3, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // An idle 204 polls again at once with the same cursor.
         #expect(
             h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(8), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.sendHTTP(RequestID(8), .down(lane: nil), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         // Local EOF: CLOSE(1) goes out once /up 3 is acked.
         #expect(h.on(.localEOF(conn)) == [])
         #expect(
             h.on(.httpResponse(RequestID(7), H.upAck(3), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(9), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(9), .up(lane: nil), H.up(4, [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.supervisor.carriedConnections == 0)
     }
 
@@ -71,7 +71,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
             offered.append(allowed)
             guard allowed > 0 else { continue }
             let actions = h.on(.localRead(connection, [UInt8](repeating: 1, count: allowed)[...]))
-            for case .sendHTTP(let id, _, _, _) in actions { sentUp = id }
+            for case .sendHTTP(let id, _, _, _, _) in actions { sentUp = id }
         }
         let granted = connections.map { h.supervisor.readAllowance(for: $0) }
         // Four full windows are the whole 16 MiB budget: the fifth stream gets nothing yet.
@@ -90,7 +90,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(connections.map { h.supervisor.readAllowance(for: $0) } == [0, 0, 0, 0, 0])
         // Accepted /up bodies win the budget back 256 KiB at a time.
         let retried = h.on(.timerFired(.retry(up)))
-        guard case .sendHTTP(let again, _, _, _)? = retried.first else {
+        guard case .sendHTTP(let again, _, _, _, _)? = retried.first else {
             Issue.record("no retry of the refused /up: \(retried)")
             return
         }
@@ -137,7 +137,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         var h = H.established(.https)
         _ = h.on(.localAccepted(conn))
         let first = h.on(.localRead(conn, echoBytes))
-        guard case .sendHTTP(_, let upRequest, _, _) = first.first else {
+        guard case .sendHTTP(_, _, let upRequest, _, _) = first.first else {
             Issue.record("no /up")
             return
         }
@@ -146,31 +146,31 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.httpFailed(RequestID(4))) == [
                 .schedule(.retry(RequestID(4)), at: h.at(.milliseconds(250))), .cancelHTTP(RequestID(3)),
-                .sendHTTP(RequestID(5), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
+                .sendHTTP(RequestID(5), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
             ])
         // Bytes read meanwhile do not change the retried body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         h.advance(.milliseconds(250))
-        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), upRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
+        #expect(h.on(.timerFired(.retry(RequestID(4)))) == [.sendHTTP(RequestID(6), .up(lane: nil), upRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // A late answer to the abandoned attempt is ignored; the retry's ack moves on.
         #expect(h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0)) == [])
         let next = H.up(2, [.data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(6), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(7), next, deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(7), .up(lane: nil), next, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // The /down gets no answer: retried after the backoff, and the /up in flight goes again.
         #expect(
             h.on(.httpFailed(RequestID(5))) == [
                 .schedule(.retry(RequestID(5)), at: h.at(.milliseconds(250))), .cancelHTTP(RequestID(7)),
-                .sendHTTP(RequestID(8), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                .sendHTTP(RequestID(8), .up(lane: nil), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
         h.advance(.milliseconds(250))
-        #expect(h.on(.timerFired(.retry(RequestID(5)))) == [.sendHTTP(RequestID(9), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
+        #expect(h.on(.timerFired(.retry(RequestID(5)))) == [.sendHTTP(RequestID(9), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
         // The second failure of the same operation doubles the backoff.
         #expect(
             h.on(.httpFailed(RequestID(9))) == [
                 .schedule(.retry(RequestID(9)), at: h.at(.milliseconds(500))), .cancelHTTP(RequestID(8)),
-                .sendHTTP(RequestID(10), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                .sendHTTP(RequestID(10), .up(lane: nil), next, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
     }
 
@@ -182,7 +182,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         h.advance(.seconds(1))
         #expect(
             h.on(.timerFired(.retry(RequestID(4))))
-                == [.sendHTTP(RequestID(5), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(5), .up(lane: nil), H.api.up(session: H.token, sequence: 1, lane: nil, body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("404 on /up ends the session: local connections closed, everything cancelled, rebuild after backoff")
@@ -210,7 +210,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0)) == [])
         #expect(h.on(.localWritten(conn, 1)) == [])
         h.advance(.seconds(1))
-        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
+        #expect(h.on(.timerFired(.rebuild)) == [.sendHTTP(RequestID(5), .bridgePage, H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 
     @Test("a malformed downlink batch and a frame for a never-opened stream end the session")
@@ -242,8 +242,8 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(h.supervisor.readAllowance(for: conn) == 0)
         #expect(
             h.on(.localWritten(conn, 16))
-                == [.sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)), silence: nil),
-                    .sendHTTP(RequestID(6), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                == [.sendHTTP(RequestID(5), .down(lane: nil), H.down(1), deadline: h.at(.seconds(35)), silence: nil),
+                    .sendHTTP(RequestID(6), .up(lane: nil), H.up(2, [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5)),
                     .resumeLocalRead(conn)])
     }
 
@@ -255,11 +255,11 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         #expect(
             h.on(.httpResponse(RequestID(3), batch, wallClockSeconds: 0))
                 == [.writeLocal(conn, echoBytes), .closeLocal(conn, .relayClosedStream),
-                    .sendHTTP(RequestID(5), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
+                    .sendHTTP(RequestID(5), .down(lane: nil), H.down(1), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(LocalCloseReason.relayClosedStream.flushesPendingWrites)
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(6), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(6), .up(lane: nil), H.up(2, [.pong(token: [1, 2])]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
     }
 }
 

@@ -11,33 +11,33 @@ struct SessionDriverLaneTests: SessionDriverSuite {
     func httpsLanesLife() {
         var h = SessionHarness()
         let up = h.establish(.httpsLanes)
-        #expect(up == [.sessionUp(.httpsLanes), .sendHTTP(RequestID(3), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
+        #expect(up == [.sessionUp(.httpsLanes), .sendHTTP(RequestID(3), .down(lane: .session), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
         _ = h.on(.localAccepted(conn))
         #expect(
             h.on(.localRead(conn, echoBytes))
-                == [.sendHTTP(RequestID(4), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(4), .up(lane: stream(1)), H.api.up(session: H.token, sequence: 1, lane: stream(1), body: CarrierFixturesBytes.openData), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         // No poll of lane 1 before its OPEN was acknowledged.
         #expect(
             h.on(.httpResponse(RequestID(4), H.upAck(1), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(5), H.down(0, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.sendHTTP(RequestID(5), .down(lane: stream(1)), H.down(0, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
         let batch = H.downBatch(cursor: 1, [.window(stream: stream(1), delta: 16), .data(stream: stream(1), payload: echoBytes)])
         #expect(
             h.on(.httpResponse(RequestID(5), batch, wallClockSeconds: 0))
-                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), H.down(1, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.writeLocal(conn, echoBytes), .sendHTTP(RequestID(6), .down(lane: stream(1)), H.down(1, lane: stream(1)), deadline: h.at(.seconds(35)), silence: nil)])
         #expect(
             h.on(.localWritten(conn, 16))
-                == [.sendHTTP(RequestID(7), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(7), .up(lane: stream(1)), H.up(2, lane: stream(1), [.window(stream: stream(1), delta: 16)]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         _ = h.on(.httpResponse(RequestID(7), H.upAck(2), wallClockSeconds: 0))
         // Local close: CLOSE on the lane; the lane is polled until the relay reports it closed.
         #expect(
             h.on(.localEOF(conn))
-                == [.sendHTTP(RequestID(8), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
+                == [.sendHTTP(RequestID(8), .up(lane: stream(1)), H.up(3, lane: stream(1), [.close(stream: stream(1))]), deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(h.on(.httpResponse(RequestID(8), H.upAck(3), wallClockSeconds: 0)) == [])
         #expect(h.on(.httpResponse(RequestID(6), H.downIdle(cursor: 1, laneClosed: true), wallClockSeconds: 0)) == [])
         // Lane 0 keeps polling.
         #expect(
             h.on(.httpResponse(RequestID(3), H.downIdle(cursor: 0), wallClockSeconds: 0))
-                == [.sendHTTP(RequestID(9), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.sendHTTP(RequestID(9), .down(lane: .session), H.down(0, lane: .session), deadline: h.at(.seconds(35)), silence: nil)])
     }
 
     @Test("https-lanes: a cross-lane frame ends the whole session")
@@ -143,8 +143,8 @@ struct SessionDriverLaneTests: SessionDriverSuite {
         let actions = h.on(.timerFired(.laneIdle))
         #expect(
             actions == [
-                .sendHTTP(RequestID(3), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20)), silence: .seconds(5)),
-                .sendHTTP(RequestID(4), H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                .sendHTTP(RequestID(3), .deleteSession, H.api.deleteSession(session: H.token), deadline: h.at(.seconds(20)), silence: .seconds(5)),
+                .sendHTTP(RequestID(4), .bridgePage, H.bridgeRequest, deadline: h.at(.seconds(20)), silence: .seconds(5)),
             ])
         #expect(h.supervisor.sessionMode == nil)
         // A connection arriving meanwhile waits for the new session and is admitted.

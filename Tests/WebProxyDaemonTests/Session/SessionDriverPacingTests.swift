@@ -61,7 +61,7 @@ struct SessionDriverPacingTests: SessionDriverSuite {
         _ = h.on(.localAccepted(bulk))
         let actions = h.on(.localRead(bulk, [UInt8](repeating: 1, count: 1 << 20)[...]))
         let bodies = actions.compactMap { action -> Int? in
-            if case .sendHTTP(_, let request, _, _) = action { return request.body.count } else { return nil }
+            if case .sendHTTP(_, _, let request, _, _) = action { return request.body.count } else { return nil }
         }
         #expect(bodies.count == 1 && bodies[0] > 1 << 20, "\(bodies)")
     }

@@ -212,7 +212,7 @@ struct FuzzWorld {
 
     mutating func apply(_ action: SessionAction) {
         switch action {
-        case .sendHTTP(let id, let request, _, _):
+        case .sendHTTP(let id, _, let request, _, _):
             requests[id] = request
             if request.path.hasSuffix("/up") {
                 let key = (request.header("X-Lane-ID") ?? "-") + "/" + (request.header("X-Up-Seq") ?? "")

@@ -47,10 +47,10 @@ struct SessionSupervisorTests {
         let busy = CarrierResponse(status: 503, headers: [("Retry-After", "2")])
         #expect(h.on(.httpResponse(RequestID(2), busy, wallClockSeconds: 0)) == [.schedule(.retry(RequestID(2)), at: h.at(.seconds(2)))])
         h.advance(.seconds(2))
-        #expect(h.on(.timerFired(.retry(RequestID(2)))) == [.sendHTTP(RequestID(3), H.createRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
+        #expect(h.on(.timerFired(.retry(RequestID(2)))) == [.sendHTTP(RequestID(3), .createSession, H.createRequest, deadline: h.at(.seconds(20)), silence: .seconds(5))])
         #expect(
             h.on(.httpResponse(RequestID(3), H.created(.https), wallClockSeconds: 0))
-                == [.sessionUp(.https), .sendHTTP(RequestID(4), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
+                == [.sessionUp(.https), .sendHTTP(RequestID(4), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil)])
     }
 
     @Test("rebuild delays grow while bootstraps fail and start over after a stable session")
@@ -68,7 +68,7 @@ struct SessionSupervisorTests {
             delays.append(h.now.duration(to: at))
             h.now = at
             let next = h.on(.timerFired(.rebuild))
-            guard case .sendHTTP(let id, _, _, _)? = next.first else { return }
+            guard case .sendHTTP(let id, _, _, _, _)? = next.first else { return }
             request = id
         }
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8)])
@@ -112,7 +112,7 @@ struct SessionSupervisorTests {
         _ = h.on(.httpResponse(RequestID(4), H.page(.https), wallClockSeconds: 0))
         #expect(
             h.on(.httpResponse(RequestID(5), H.created(.https), wallClockSeconds: 0))
-                == [.sessionUp(.https), .sendHTTP(RequestID(6), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
+                == [.sessionUp(.https), .sendHTTP(RequestID(6), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
                     .cancelTimer(.admission(second)), .resumeLocalRead(second)])
         #expect(h.supervisor.readAllowance(for: second) == 4_194_304)
     }
@@ -126,7 +126,7 @@ struct SessionSupervisorTests {
         #expect(
             actions == [
                 .cancelHTTP(RequestID(3)), .closeLocal(ConnectionID(1), .shutdown),
-                .sendHTTP(RequestID(4), H.api.deleteSession(session: H.token), deadline: h.at(.seconds(3)), silence: .seconds(5)),
+                .sendHTTP(RequestID(4), .deleteSession, H.api.deleteSession(session: H.token), deadline: h.at(.seconds(3)), silence: .seconds(5)),
             ])
         #expect(H.api.deleteSession(session: H.token).header("Content-Type") == nil)
         #expect(h.on(.localAccepted(ConnectionID(2))) == [.closeLocal(ConnectionID(2), .shutdown)])

@@ -51,9 +51,9 @@ struct SessionHarness {
     /// 1 (page) and 2 (create) are used.
     mutating func establish(_ mode: CarrierMode) -> [SessionAction] {
         let start = on(.start)
-        #expect(start == [.sendHTTP(RequestID(1), SessionHarness.bridgeRequest, deadline: at(.seconds(20)), silence: .seconds(5))])
+        #expect(start == [.sendHTTP(RequestID(1), .bridgePage, SessionHarness.bridgeRequest, deadline: at(.seconds(20)), silence: .seconds(5))])
         let create = on(.httpResponse(RequestID(1), SessionHarness.page(mode), wallClockSeconds: 0))
-        #expect(create == [.sendHTTP(RequestID(2), SessionHarness.createRequest, deadline: at(.seconds(20)), silence: .seconds(5))])
+        #expect(create == [.sendHTTP(RequestID(2), .createSession, SessionHarness.createRequest, deadline: at(.seconds(20)), silence: .seconds(5))])
         return on(.httpResponse(RequestID(2), SessionHarness.created(mode), wallClockSeconds: 0))
     }
 
