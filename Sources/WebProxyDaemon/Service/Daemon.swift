@@ -154,13 +154,14 @@ public final class Daemon: @unchecked Sendable {
         loop.execute { [self] in reload() }
     }
 
-    /// Blocks until the daemon has stopped; returns the exit status.
+    /// Blocks until the daemon has stopped; returns the process exit status, `EXIT_SUCCESS`
+    /// (a daemon that could not start threw from `start()` instead).
     public func waitUntilStopped() -> Int32 {
         stoppedSignal.wait()
         stoppedSignal.signal()
         loop.waitUntilStopped()
         resolver.shutdown()
-        return CommandLineTool.ExitCode.success
+        return EXIT_SUCCESS
     }
 
     // MARK: Loop thread
