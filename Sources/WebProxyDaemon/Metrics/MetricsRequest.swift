@@ -1,5 +1,9 @@
+import WebProxyNet
+
 /// The request head a metrics client sent, judged: the responder answers `GET /metrics`
-/// and nothing else. Pure, so every input is testable without sockets.
+/// and nothing else. The head is read by `HTTPRequestParser`, the parser the HTTP server
+/// uses; this type only maps what it found to an answer. Pure, so every input is testable
+/// without sockets.
 enum MetricsRequest: Equatable, Sendable {
     /// `GET /metrics` (a query string is ignored).
     case metrics
@@ -7,7 +11,7 @@ enum MetricsRequest: Equatable, Sendable {
     case notFound
     /// Another method: 405.
     case methodNotAllowed
-    /// Not an HTTP/1.x request line: 400.
+    /// Not an HTTP/1.x request head: 400.
     case badRequest
     /// The head did not end within `maxHeadBytes`: 431.
     case headTooLarge
@@ -15,31 +19,28 @@ enum MetricsRequest: Equatable, Sendable {
     /// The most bytes of request head read before answering 431.
     static let maxHeadBytes = 8 << 10
 
-    /// The judgement of `received` so far; nil while the head is incomplete and within bounds.
-    static func judge(_ received: [UInt8]) -> MetricsRequest? {
-        guard let end = headEnd(received) else {
-            return received.count >= maxHeadBytes ? .headTooLarge : nil
+    /// Reads one client's request head as its bytes arrive.
+    struct Reader: Sendable {
+        private var parser = HTTPRequestParser(limits: HTTPParserLimits(maxHeadBytes: MetricsRequest.maxHeadBytes))
+
+        /// The judgement once the head is complete or wrong; nil while more bytes may help.
+        mutating func receive(_ bytes: some Sequence<UInt8>) -> MetricsRequest? {
+            parser.receive(Array(bytes))
+            do {
+                guard case .head(let head)? = try parser.next() else { return nil }
+                guard head.method == "GET" else { return .methodNotAllowed }
+                let path = head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                return path == "/metrics" ? .metrics : .notFound
+            } catch {
+                return error == .headTooLarge || error == .tooManyHeaders ? .headTooLarge : .badRequest
+            }
         }
-        guard end <= maxHeadBytes else { return .headTooLarge }
-        let lineEnd = received.firstIndex(of: UInt8(ascii: "\r")) ?? end
-        let parts = received[..<lineEnd].split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[2].starts(with: Array("HTTP/1.".utf8)), parts[2].count == 8 else {
-            return .badRequest
-        }
-        let method = String(decoding: parts[0], as: UTF8.self)
-        let target = parts[1].split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false)[0]
-        guard method == "GET" else { return .methodNotAllowed }
-        return target.elementsEqual("/metrics".utf8) ? .metrics : .notFound
     }
 
-    /// The index just past the blank line that ends the head (`\r\n\r\n`).
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4)
-        where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
-            return index + 4
-        }
-        return nil
+    /// The judgement of `received`, the whole of what a client sent so far.
+    static func judge(_ received: [UInt8]) -> MetricsRequest? {
+        var reader = Reader()
+        return reader.receive(received)
     }
 
     /// The whole response (status line, headers, body); the connection closes after it.

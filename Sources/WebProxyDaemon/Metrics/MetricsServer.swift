@@ -89,7 +89,7 @@ final class MetricsServer {
 private final class MetricsClient: TCPConnectionDelegate {
     let tcp: TCPConnection
     weak var server: MetricsServer?
-    var received: [UInt8] = []
+    var reader = MetricsRequest.Reader()
     /// Cancels the request deadline.
     var cancelTimeout: (() -> Void)?
     var answered = false
@@ -101,9 +101,8 @@ private final class MetricsClient: TCPConnectionDelegate {
 
     func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard !answered else { return }
-        // Never hold more than the head limit: the judgement needs no more.
-        received += bytes.prefix(MetricsRequest.maxHeadBytes - received.count)
-        guard let request = MetricsRequest.judge(received) else { return }
+        // Bounded: a read is at most one loop chunk, and the first judgement ends reading.
+        guard let request = reader.receive(bytes) else { return }
         answered = true
         server?.answer(request, to: self)
     }

@@ -1,4 +1,5 @@
-/// Incremental, strict HTTP/1.1 request parser for the server side (the test relay).
+/// Incremental, strict HTTP/1.1 request parser for the server side (the HTTP server, the
+/// daemon's metrics endpoint).
 ///
 /// Bodies must be framed by Content-Length; chunked requests are refused. The target is
 /// kept exactly as sent and header fields keep their order and duplicates. Any error is
