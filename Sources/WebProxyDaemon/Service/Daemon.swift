@@ -350,7 +350,7 @@ public final class Daemon: @unchecked Sendable {
         let loop = loop
         do {
             try BlockingWork.detach(name: "webproxyd-reload") { [self] in
-                let prepared = Self.prepare(path: path, environment: environment)
+                let prepared = ConfigurationReload.read(path: path, environment: environment)
                 loop.execute { [self] in apply(prepared) }
             }
         } catch {
@@ -359,42 +359,14 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// A configuration read for a reload, with the TLS contexts of its relays.
-    private struct PreparedConfiguration: @unchecked Sendable {
-        var loaded: LoadedConfiguration
-        var contexts: [String: TLSContext]
-    }
-
-    private static func prepare(path: String, environment: [String: String]) -> Result<
-        PreparedConfiguration, ConfigurationError
-    > {
-        do throws(ConfigurationError) {
-            let loaded = try DaemonConfiguration.load(path: path, environment: environment)
-            var contexts: [String: TLSContext] = [:]
-            for relay in loaded.configuration.relays {
-                do {
-                    contexts[relay.name] = try RelayService.makeTLSContext(for: relay)
-                } catch {
-                    throw ConfigurationError([
-                        ConfigurationDiagnostic(
-                            .error, file: path, line: nil, "relay '\(relay.name)': cannot set up TLS: \(error)")
-                    ])
-                }
-            }
-            return .success(PreparedConfiguration(loaded: loaded, contexts: contexts))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    private func apply(_ prepared: Result<PreparedConfiguration, ConfigurationError>) {
+    private func apply(_ prepared: Result<ConfigurationReload, ConfigurationError>) {
         reloading = false
         defer {
             notifier.ready()
             reportStatus()
         }
         guard !stopping else { return }
-        let next: PreparedConfiguration
+        let next: ConfigurationReload
         switch prepared {
         case .failure(let error):
             for diagnostic in error.diagnostics {
