@@ -295,13 +295,7 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func reportStatus() {
-        let relays = configuration.relays.compactMap { relay -> RelayStatus? in
-            guard let service = services[relay.name] else { return nil }
-            return RelayStatus(
-                name: relay.name, state: service.state, carrier: service.carrier, streams: service.connectionCount,
-                bytesUp: service.bytesUp, bytesDown: service.bytesDown, lastErrorClass: service.lastErrorClass)
-        }
-        reporter.report(relays, now: MonotonicClock.now())
+        reporter.report(snapshots().map(\.status), now: MonotonicClock.now())
     }
 
     private func stop() {

@@ -21,8 +21,9 @@ import WebProxyNet
 /// to the loop. Local bytes reach the session only within `readAllowance`, measured when
 /// they are handed over, so the session never sees an overrun.
 final class RelayService {
-    /// What `systemctl status` shows for the relay.
-    enum State: String {
+    /// Where the relay is in its life; `status`, `STATUS=` and the metrics show it in the
+    /// operator's terms (`RelayStatusEntry.State`).
+    enum State {
         case starting, connecting, up, down, stopping, stopped
     }
 
@@ -95,14 +96,12 @@ final class RelayService {
     /// The roles whose supervisors said `stopped`.
     private var stoppedRoles: Set<SessionRole> = []
 
-    private(set) var state = State.starting
+    private var state = State.starting
     private(set) var carrier: CarrierMode?
     /// Bytes read from local connections and handed to the session.
     private(set) var bytesUp = 0
     /// Relay bytes written to local connections.
     private(set) var bytesDown = 0
-    /// The class of the last session failure (`SessionFailure.Kind`).
-    var lastErrorClass: String? { counters.lastError?.errorClass }
     /// Sessions, rebuilds, failures and request durations, for `status` and the metrics.
     private(set) var counters = RelayCounters()
     /// A session build (bridge page, creation) is under way.

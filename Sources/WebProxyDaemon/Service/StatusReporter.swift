@@ -1,37 +1,25 @@
-import WebProxyCore
-
-/// What `STATUS=` says about one relay.
-struct RelayStatus: Equatable {
-    var name: String
-    var state: RelayService.State
-    var carrier: CarrierMode?
-    var streams: Int
-    var bytesUp: Int
-    var bytesDown: Int
-    var lastErrorClass: String?
-}
-
-/// Sends `STATUS=` lines (the notifier keeps them to one a second) and `WATCHDOG=1`.
+/// Sends `STATUS=` lines (the notifier keeps them to one a second): the same relay status
+/// `webproxyd status` shows and the metrics export, as one line for `systemctl status`.
 struct StatusReporter {
     let notifier: ServiceNotifier
 
     /// Offers the status of `relays`; a status offered too soon is sent by a later offer.
-    func report(_ relays: [RelayStatus], now: Duration) {
+    func report(_ relays: [RelayStatusEntry], now: Duration) {
         notifier.status(Self.text(for: relays), now: now)
     }
 
     /// One line: `home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down; work: down (last error: unreachable)`.
-    static func text(for relays: [RelayStatus]) -> String {
+    static func text(for relays: [RelayStatusEntry]) -> String {
         guard !relays.isEmpty else { return "no relays" }
         return relays.map(text(for:)).joined(separator: "; ")
     }
 
-    static func text(for relay: RelayStatus) -> String {
+    static func text(for relay: RelayStatusEntry) -> String {
         var text = "\(relay.name): \(relay.state.rawValue)"
         if let carrier = relay.carrier { text += " (\(carrier))" }
         text += ", \(relay.streams) stream\(relay.streams == 1 ? "" : "s")"
         text += ", \(byteCount(relay.bytesUp)) up, \(byteCount(relay.bytesDown)) down"
-        if let error = relay.lastErrorClass { text += ", last error: \(error)" }
+        if let error = relay.lastError?.class { text += ", last error: \(error)" }
         return text
     }
 
