@@ -1,5 +1,4 @@
 import WebProxyCore
-import WebProxySession
 
 /// Everything one `[relay NAME]` section (or the quick `run --link` flags) says: which
 /// relay to reach, how, and where the local MTProxy listener binds.
