@@ -119,7 +119,7 @@ public final class HappyEyeballsConnector {
     /// A connection that completed, held until the machine names the winner (same call).
     private var winners: [Int: TCPConnection] = [:]
     private var timer: (id: TimerID, deadline: MonotonicTime)?
-    private var completion: ((Result<TCPConnection, NetError>) -> Void)?
+    private let completion: OnceCompletion<TCPConnection, NetError>
 
     private init(
         loop: EventLoop, machine: HappyEyeballs, connectTimeout: Duration,
@@ -128,7 +128,7 @@ public final class HappyEyeballsConnector {
         self.loop = loop
         self.machine = machine
         self.connectTimeout = connectTimeout
-        self.completion = completion
+        self.completion = OnceCompletion(discard: { $0.abort() }, completion)
     }
 
     /// Races connects to `addresses`; `completion` runs once on the loop (never before this
@@ -144,7 +144,7 @@ public final class HappyEyeballsConnector {
             machine: HappyEyeballs(addresses: addresses, attemptDelay: attemptDelay, timeout: timeout),
             connectTimeout: timeout, completion: completion)
         loop.enqueue { [connector] in
-            guard connector.completion != nil else { return }
+            guard connector.completion.isPending else { return }
             connector.perform(connector.machine.start(now: loop.now))
         }
         return connector
@@ -153,7 +153,7 @@ public final class HappyEyeballsConnector {
     /// Abandons every attempt; the completion will not run.
     public func cancel() {
         loop.preconditionInEventLoop()
-        completion = nil
+        completion.cancel()
         for attempt in attempts.values { attempt.cancel() }
         attempts.removeAll()
         if let timer { loop.cancelTimer(timer.id) }
@@ -213,12 +213,6 @@ public final class HappyEyeballsConnector {
         attempts.removeAll()
         for connection in winners.values { connection.abort() }
         winners.removeAll()
-        let completion = self.completion
-        self.completion = nil
-        guard let completion else {
-            if case .success(let connection) = result { connection.abort() }
-            return
-        }
-        completion(result)
+        completion.complete(result)
     }
 }

@@ -70,13 +70,17 @@ public struct Dialer: Sendable {
 
     /// Connects to `target` (the address to dial; naming the peer is the caller's business).
     /// `completion` runs once on `loop`, never before this returns, with a connection whose
-    /// first delegate sees the stream from its first byte past any proxy reply.
+    /// first delegate sees the stream from its first byte past any proxy reply. `resolved`,
+    /// if given, is told the addresses of the first hop (the proxy's, with a proxy) as soon as
+    /// they are known, so a caller can time the stages of this very dial (`webproxyd check`).
     public func dial(
         _ target: DialTarget, on loop: EventLoop, resolver: Resolver,
+        resolved: (([SocketAddress]) -> Void)? = nil,
         completion: @escaping (Result<TCPConnection, NetError>) -> Void
     ) -> DialOperation {
         loop.preconditionInEventLoop()
-        let operation = DialOperation(dialer: self, target: target, loop: loop, resolver: resolver, completion: completion)
+        let operation = DialOperation(
+            dialer: self, target: target, loop: loop, resolver: resolver, resolved: resolved, completion: completion)
         operation.begin()
         return operation
     }
@@ -88,7 +92,8 @@ public final class DialOperation {
     private let target: DialTarget
     private let loop: EventLoop
     private let resolver: Resolver
-    private var completion: ((Result<TCPConnection, NetError>) -> Void)?
+    private let resolved: (([SocketAddress]) -> Void)?
+    private let completion: OnceCompletion<TCPConnection, NetError>
     private var deadlineTimer: TimerID?
     private var resolving: ResolveRequest?
     private var connecting: HappyEyeballsConnector?
@@ -96,19 +101,20 @@ public final class DialOperation {
 
     fileprivate init(
         dialer: Dialer, target: DialTarget, loop: EventLoop, resolver: Resolver,
-        completion: @escaping (Result<TCPConnection, NetError>) -> Void
+        resolved: (([SocketAddress]) -> Void)?, completion: @escaping (Result<TCPConnection, NetError>) -> Void
     ) {
         self.dialer = dialer
         self.target = target
         self.loop = loop
         self.resolver = resolver
-        self.completion = completion
+        self.resolved = resolved
+        self.completion = OnceCompletion(discard: { $0.abort() }, completion)
     }
 
     /// Abandons the dial; the completion will not run.
     public func cancel() {
         loop.preconditionInEventLoop()
-        completion = nil
+        completion.cancel()
         tearDown()
     }
 
@@ -125,6 +131,8 @@ public final class DialOperation {
             case .failure(let error):
                 finish(.failure(labelled(error)))
             case .success(let addresses):
+                resolved?(addresses)
+                guard completion.isPending else { return }
                 connecting = HappyEyeballsConnector.connect(
                     to: addresses, on: loop, attemptDelay: dialer.attemptDelay,
                     timeout: deadline - loop.now
@@ -189,14 +197,8 @@ public final class DialOperation {
     }
 
     private func finish(_ result: Result<TCPConnection, NetError>) {
-        let completion = self.completion
-        self.completion = nil
         tearDown()
-        guard let completion else {
-            if case .success(let connection) = result { connection.abort() }
-            return
-        }
-        completion(result)
+        completion.complete(result)
     }
 
     private func tearDown() {
@@ -217,11 +219,11 @@ public final class DialOperation {
 /// Drives a proxy handshake on a connection as its temporary delegate.
 private final class ProxyHandshakeRunner: TCPConnectionDelegate {
     private var machine: any ProxyHandshake
-    private var done: ((Result<[UInt8], NetError>) -> Void)?
+    private let done: OnceCompletion<[UInt8], NetError>
 
     init(machine: any ProxyHandshake, done: @escaping (Result<[UInt8], NetError>) -> Void) {
         self.machine = machine
-        self.done = done
+        self.done = OnceCompletion(done)
     }
 
     /// The machine's first bytes.
@@ -255,8 +257,6 @@ private final class ProxyHandshakeRunner: TCPConnectionDelegate {
     }
 
     private func finish(_ result: Result<[UInt8], NetError>) {
-        let done = self.done
-        self.done = nil
-        done?(result)
+        done.complete(result)
     }
 }

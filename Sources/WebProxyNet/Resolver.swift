@@ -111,7 +111,7 @@ public final class ResolveRequest: @unchecked Sendable {
     let host: String
     let port: UInt16
     let loop: EventLoop
-    private var completion: ((Result<[SocketAddress], NetError>) -> Void)?
+    private let completion: OnceCompletion<[SocketAddress], NetError>
 
     fileprivate init(
         host: String, port: UInt16, loop: EventLoop,
@@ -120,18 +120,16 @@ public final class ResolveRequest: @unchecked Sendable {
         self.host = host
         self.port = port
         self.loop = loop
-        self.completion = completion
+        self.completion = OnceCompletion(completion)
     }
 
     /// Drops the result: the completion will not run. Call on the loop thread.
     public func cancel() {
         loop.preconditionInEventLoop()
-        completion = nil
+        completion.cancel()
     }
 
     fileprivate func complete(_ result: Result<[SocketAddress], NetError>) {
-        let completion = self.completion
-        self.completion = nil
-        completion?(result)
+        completion.complete(result)
     }
 }

@@ -85,19 +85,19 @@ public struct SecureDialer: Sendable {
 /// A secure dial in progress; `cancel()` abandons it and closes whatever it opened.
 public final class SecureDialOperation {
     private let loop: EventLoop
-    private var completion: ((Result<TLSConnection, TransportError>) -> Void)?
+    private let completion: OnceCompletion<TLSConnection, TransportError>
     fileprivate var dial: DialOperation?
     fileprivate var handshake: TLSConnection?
 
     fileprivate init(loop: EventLoop, completion: @escaping (Result<TLSConnection, TransportError>) -> Void) {
         self.loop = loop
-        self.completion = completion
+        self.completion = OnceCompletion(discard: { $0.abort() }, completion)
     }
 
     /// Abandons the dial; the completion will not run.
     public func cancel() {
         loop.preconditionInEventLoop()
-        completion = nil
+        completion.cancel()
         dial?.cancel()
         dial = nil
         handshake?.abort()
@@ -105,12 +105,6 @@ public final class SecureDialOperation {
     }
 
     fileprivate func finish(_ result: Result<TLSConnection, TransportError>) {
-        let completion = self.completion
-        self.completion = nil
-        guard let completion else {
-            if case .success(let connection) = result { connection.abort() }
-            return
-        }
-        completion(result)
+        completion.complete(result)
     }
 }

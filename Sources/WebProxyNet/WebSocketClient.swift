@@ -76,7 +76,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
 
     private let loop: EventLoop
     private let configuration: Configuration
-    private var completion: ((Result<WebSocketEndpoint, WebSocketClientError>) -> Void)?
+    private let completion: OnceCompletion<WebSocketEndpoint, WebSocketClientError>
     private var dial: SecureDialOperation?
     private var tls: TLSConnection?
     private var timer: TimerID?
@@ -89,7 +89,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
     ) {
         self.loop = loop
         self.configuration = configuration
-        self.completion = completion
+        self.completion = OnceCompletion(discard: { $0.abort() }, completion)
         parser = HTTPResponseParser(limits: configuration.responseLimits)
     }
 
@@ -122,7 +122,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
     /// Abandons the attempt: the completion will not run and any connection is reset.
     public func cancel() {
         loop.preconditionInEventLoop()
-        completion = nil
+        completion.cancel()
         tearDown()
     }
 
@@ -152,11 +152,9 @@ public final class WebSocketClient: TLSConnectionDelegate {
     }
 
     private func finish(_ result: Result<WebSocketEndpoint, WebSocketClientError>) {
-        let completion = self.completion
-        self.completion = nil
         if case .success = result { tls = nil }
         tearDown()
-        completion?(result)
+        completion.complete(result)
     }
 
     /// Stops the deadline and the dial, and resets a connection still held here.
@@ -174,7 +172,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
 
     private func drainParser() {
         do throws(HTTPError) {
-            while completion != nil, let event = try parser.next() {
+            while completion.isPending, let event = try parser.next() {
                 switch event {
                 case .informational, .body, .end:
                     continue
@@ -218,7 +216,7 @@ public final class WebSocketClient: TLSConnectionDelegate {
     public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
         parser.receiveEndOfStream()
         drainParser()
-        if completion != nil { finish(.failure(.closedBeforeUpgrade(nil))) }
+        if completion.isPending { finish(.failure(.closedBeforeUpgrade(nil))) }
     }
 
     public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {

@@ -6,8 +6,10 @@ import WebProxyCore
 import WebProxyNet
 
 /// `webproxyd check` for one relay, stage by stage. Resolve, TCP, TLS, the bridge page and
-/// session creation run with one-shot clients on a private event loop, so each stage is
-/// timed and reported on its own (the test session is deleted at once). The carrier and
+/// session creation run on a private event loop, so each stage is timed and reported on its
+/// own: resolve and TCP through the daemon's own `Dialer` (which reports when it has
+/// resolved), then one TLS handshake and one-shot HTTP exchanges (the test session is
+/// deleted at once). The carrier and
 /// stream stages then start an in-process `Daemon` for the relay on an ephemeral loopback
 /// listener and speak MTProxy through it (`req_pq_multi`), so they exercise exactly what
 /// `webproxyd run` does. `run()` blocks: call it from a plain thread, never from a Task.
@@ -32,8 +34,6 @@ final class RelayCheck: @unchecked Sendable {
     private var stageStart = ContinuousClock.now
     private var context: TLSContext?
     private var contextError: TLSError?
-    private var resolveRequest: ResolveRequest?
-    private var connector: HappyEyeballsConnector?
     private var dialOperation: DialOperation?
     private var handshake: TLSConnection?
     private var client: HTTPClient?
@@ -71,7 +71,7 @@ final class RelayCheck: @unchecked Sendable {
         } catch {
             contextError = error
         }
-        loop.execute { [self] in startResolve(endpoint: endpoint, dialer: dialer) }
+        loop.execute { [self] in startDial(endpoint: endpoint, dialer: dialer) }
         stagesDone.wait()
         if results.last?.stage == .session, results.last?.verdict == .passed {
             runThroughDaemon()
@@ -94,52 +94,36 @@ final class RelayCheck: @unchecked Sendable {
 
     private func finish() { stagesDone.signal() }
 
-    private func startResolve(endpoint: SecureEndpoint, dialer: Dialer) {
+    /// Resolve and TCP (through the proxy, if any), timed by the same `Dialer` that
+    /// `webproxyd run` dials with: its `resolved` report ends the resolve stage.
+    private func startDial(endpoint: SecureEndpoint, dialer: Dialer) {
         begin()
         let target = endpoint.dialTarget
         if let proxy = relay.proxy {
             record(.passed(.resolve, nil, "skipped: the relay is reached through \(proxy), which resolves it"))
-            begin()
-            dialOperation = dialer.dial(target, on: loop, resolver: resolver) { [self] result in
-                dialOperation = nil
-                switch result {
-                case .failure(let error):
-                    record(.failed(.tcp, elapsed, "\(target) through the proxy: \(error)"))
-                    finish()
-                case .success(let tcp):
-                    record(.passed(.tcp, elapsed, "connected to \(target) through \(proxy)"))
-                    startTLS(tcp, endpoint: endpoint, dialer: dialer)
-                }
-            }
-            return
         }
-        resolveRequest = resolver.resolve(host: target.host, port: target.port, on: loop) { [self] result in
-            resolveRequest = nil
-            switch result {
-            case .failure(let error):
+        var stageDialer = dialer
+        stageDialer.timeout = options.stageTimeout
+        dialOperation = stageDialer.dial(target, on: loop, resolver: resolver, resolved: { [self] addresses in
+            guard relay.proxy == nil else { return }
+            let list = addresses.map(\.ipAddress).joined(separator: ", ")
+            let via = endpoint.connectTo == nil ? "" : "connect-to "
+            record(.passed(.resolve, elapsed, "\(via)\(target.host): \(list)"))
+            begin()
+        }) { [self] result in
+            dialOperation = nil
+            switch (result, relay.proxy) {
+            case (.failure(let error), _?):
+                record(.failed(.tcp, elapsed, "\(target) through the proxy: \(error)"))
+                finish()
+            case (.failure(let error), nil) where results.last?.stage == .resolve:
+                record(.failed(.tcp, elapsed, "\(target): \(error)"))
+                finish()
+            case (.failure(let error), nil):
                 record(.failed(.resolve, elapsed, "\(target.host): \(error)"))
                 finish()
-            case .success(let addresses):
-                let list = addresses.map(\.ipAddress).joined(separator: ", ")
-                let via = endpoint.connectTo == nil ? "" : "connect-to "
-                record(.passed(.resolve, elapsed, "\(via)\(target.host): \(list)"))
-                startConnect(addresses, endpoint: endpoint, dialer: dialer)
-            }
-        }
-    }
-
-    private func startConnect(_ addresses: [SocketAddress], endpoint: SecureEndpoint, dialer: Dialer) {
-        begin()
-        connector = HappyEyeballsConnector.connect(
-            to: addresses, on: loop, attemptDelay: dialer.attemptDelay, timeout: options.stageTimeout
-        ) { [self] result in
-            connector = nil
-            switch result {
-            case .failure(let error):
-                record(.failed(.tcp, elapsed, "\(endpoint.dialTarget): \(error)"))
-                finish()
-            case .success(let tcp):
-                record(.passed(.tcp, elapsed, "connected to \(tcp.remoteAddress)"))
+            case (.success(let tcp), let proxy):
+                record(.passed(.tcp, elapsed, proxy.map { "connected to \(target) through \($0)" } ?? "connected to \(tcp.remoteAddress)"))
                 startTLS(tcp, endpoint: endpoint, dialer: dialer)
             }
         }
