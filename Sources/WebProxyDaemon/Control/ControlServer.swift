@@ -21,15 +21,14 @@ final class ControlServer {
 
     /// Where the socket is.
     let path: String
-    private let loop: EventLoop
-    private let answer: (String) -> [UInt8]
     private var listener: UnixListener?
-    private var clients: [ObjectIdentifier: ControlConnection] = [:]
+    private let clients: OneShotClients<ControlRequestReader>
 
     private init(path: String, loop: EventLoop, answer: @escaping (String) -> [UInt8]) {
         self.path = path
-        self.loop = loop
-        self.answer = answer
+        clients = OneShotClients(loop: loop, maxClients: Self.maxClients, deadline: Self.clientDeadline) {
+            ControlRequestReader(answer: answer)
+        }
     }
 
     /// Creates the socket at `path` (its directory too, mode 0700, if missing) and starts
@@ -48,7 +47,7 @@ final class ControlServer {
             server.listener = try UnixListener.listen(path: path, mode: 0o600, loop: loop, backlog: 8) {
                 [weak server] connection in
                 guard let server else { return connection.abort() }
-                server.accepted(connection)
+                server.clients.accept(connection)
             }
         } catch {
             throw ControlSocketError("cannot create the control socket \(path): \(error.message)")
@@ -60,55 +59,7 @@ final class ControlServer {
     func stop() {
         listener?.close()
         listener = nil
-        for client in clients.values {
-            client.cancelDeadline?()
-            client.tcp.abort()
-        }
-        clients = [:]
-    }
-
-    private func accepted(_ tcp: TCPConnection) {
-        guard clients.count < Self.maxClients else {
-            tcp.abort()
-            return
-        }
-        let client = ControlConnection(tcp: tcp, server: self)
-        clients[ObjectIdentifier(client)] = client
-        let deadline = loop.scheduleTimer(after: Self.clientDeadline) { [weak self, weak client] in
-            guard let client else { return }
-            client.cancelDeadline = nil
-            client.tcp.abort()
-            self?.finished(client)
-        }
-        client.cancelDeadline = { [loop] in loop.cancelTimer(deadline) }
-        tcp.delegate = client
-    }
-
-    /// Sends the answer to `request` (or a fixed error), then closes once it is out.
-    fileprivate func respond(to client: ControlConnection, request: ControlRequest) {
-        let reply: [UInt8]
-        switch request {
-        case .line(let bytes):
-            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
-            let trimmed = bytes.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
-            let text = String(decoding: trimmed, as: UTF8.self)
-            reply = answer(text)
-        case .tooLong:
-            reply = ControlAnswer.error("the request line is longer than \(Self.maxRequestBytes) bytes")
-        }
-        client.tcp.pauseReading()
-        do {
-            try client.tcp.write(reply)
-            client.tcp.close()
-        } catch {
-            client.tcp.abort()
-        }
-    }
-
-    fileprivate func finished(_ client: ControlConnection) {
-        client.cancelDeadline?()
-        client.cancelDeadline = nil
-        clients[ObjectIdentifier(client)] = nil
+        clients.abortAll()
     }
 
     // MARK: Creating the socket
@@ -132,50 +83,35 @@ final class ControlServer {
     }
 }
 
-/// What a control client asked, once its line is complete.
-private enum ControlRequest {
-    /// The line without its newline (all that came, if the client ended without one).
-    case line(ArraySlice<UInt8>)
-    /// `maxRequestBytes` arrived without a newline.
-    case tooLong
-}
-
-/// One control client's connection and the request bytes it has sent so far.
-private final class ControlConnection: TCPConnectionDelegate {
-    let tcp: TCPConnection
-    weak var server: ControlServer?
-    /// Cancels the timer that resets the client when its time is up.
-    var cancelDeadline: (() -> Void)?
+/// One control client's request line, read as it arrives: at most `maxRequestBytes` are
+/// kept, and the answer is made once a newline, the bound or the client's end arrives.
+private struct ControlRequestReader: OneShotRequestReader {
+    let answer: (String) -> [UInt8]
     private var received: [UInt8] = []
-    private var answered = false
 
-    init(tcp: TCPConnection, server: ControlServer) {
-        self.tcp = tcp
-        self.server = server
+    init(answer: @escaping (String) -> [UInt8]) {
+        self.answer = answer
     }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        guard !answered else { return }
+    mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         // Never hold more than the bound: the answer needs no more.
         received += bytes.prefix(ControlServer.maxRequestBytes - received.count)
         if let newline = received.firstIndex(of: UInt8(ascii: "\n")) {
-            respond(.line(received[..<newline]))
-        } else if received.count >= ControlServer.maxRequestBytes {
-            respond(.tooLong)
+            return reply(to: received[..<newline])
         }
+        guard received.count >= ControlServer.maxRequestBytes else { return nil }
+        return ControlAnswer.error("the request line is longer than \(ControlServer.maxRequestBytes) bytes")
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
-        if !answered { respond(.line(received[...])) }
+    /// A client that ends without a newline asked for all that came.
+    mutating func receiveEnd() -> [UInt8]? {
+        reply(to: received[...])
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
-        server?.finished(self)
-    }
-
-    private func respond(_ request: ControlRequest) {
-        answered = true
-        server?.respond(to: self, request: request)
+    private func reply(to line: ArraySlice<UInt8>) -> [UInt8] {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
+        let trimmed = line.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+        return answer(String(decoding: trimmed, as: UTF8.self))
     }
 }
 
