@@ -18,7 +18,7 @@ private final class CyclicDelegate: TCPConnectionDelegate {
     @Test func stoppingTheLoopReleasesDelegatesOfOpenConnections() async throws {
         let loop = try EventLoop(name: "shutdown-test")
         let probe = WeakProbe()
-        let listenerBox = LoopBound<TCPListener?>(nil)
+        let listenerBox = LoopBound<TCPListener?>(handingOver: nil, loop: loop)
         let connected: Bool = try await onLoop(loop) { done in
             let listener = try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { accepted in
                 let delegate = CyclicDelegate()

@@ -9,7 +9,7 @@ import WebProxyTestSupport
         try await withLoop { loop in
             let seen: [[Int]] = try await onLoop(loop) { done in
                 // Touched only by tasks, which all run on the loop thread.
-                let state = LoopBound((perThread: [[Int]](repeating: [], count: 2), done: done))
+                let state = LoopBound((perThread: [[Int]](repeating: [], count: 2), done: done), loop: loop)
                 for thread in 0..<2 {
                     let submitter = try Syscall.spawnThread(name: "submitter-\(thread)") {
                         for value in 0..<200 {
@@ -60,6 +60,19 @@ import WebProxyTestSupport
         #expect(accepted == 1000)
         #expect(ran.load(ordering: .relaxed) == accepted)
         #expect(!loop.execute {})
+    }
+
+    @Test func loopBoundStateIsReadAndChangedOnItsLoop() throws {
+        let loop = try EventLoop(name: "bound-loop")
+        defer {
+            loop.stop()
+            loop.waitUntilStopped()
+        }
+        let counts = LoopBound(handingOver: [String: Int](), loop: loop)
+        try loop.submitAndWait { counts.value["a", default: 0] += 2 }
+        let madeOnTheLoop = try loop.submitAndWait { LoopBound(counts.value["a"] ?? 0, loop: loop) }
+        #expect(try loop.submitAndWait { counts.value } == ["a": 2])
+        #expect(try loop.submitAndWait { madeOnTheLoop.value } == 2)
     }
 
     @Test func inEventLoopIsFalseElsewhere() async throws {

@@ -115,15 +115,6 @@ final class LockedBox<Value: Sendable>: Sendable {
     }
 }
 
-/// Test state that crosses into `@Sendable` closures but is only touched on one loop thread.
-final class LoopBound<Value>: @unchecked Sendable {
-    var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-}
-
 extension Result {
     /// The error, if this is a failure.
     var failure: Failure? {

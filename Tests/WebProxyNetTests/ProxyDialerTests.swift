@@ -180,7 +180,7 @@ final class CountingEcho {
             let setup = try await onLoop(proxyLoop) { done in
                 let echo = try CountingEcho(loop: proxyLoop)
                 let proxy = try TestProxy(loop: proxyLoop, upstream: echo.address, behaviour: behaviour)
-                done(LoopBound((echo, proxy)))
+                done(LoopBound((echo, proxy), loop: proxyLoop))
             }
             let proxyAddress: SocketAddress = try await onLoop(proxyLoop) { done in done(setup.value.1.address) }
             let echoPort: UInt16 = try await onLoop(proxyLoop) { done in done(setup.value.0.address.port) }

@@ -18,8 +18,9 @@ import WebProxyNet
 /// let status = daemon.waitUntilStopped()
 /// ```
 ///
-/// `@unchecked Sendable`: the public methods only hand work to the loop (`execute`) or wait
-/// on a semaphore; every other stored property is touched on the loop thread only.
+/// `@unchecked Sendable`: the public methods only hand work to the loop (`execute`,
+/// `submitAndWait`) or wait on a semaphore; what changes lives in `state`, which checks
+/// that only the loop thread touches it.
 public final class Daemon: @unchecked Sendable {
     private let loop: EventLoop
     private let resolver: Resolver
@@ -36,13 +37,17 @@ public final class Daemon: @unchecked Sendable {
     /// Listening sockets systemd passed, by relay name; they stay open for restarts.
     private let activatedSockets: [String: Int32]
 
-    // Loop-thread state.
-    private var control: ControlServer?
-    private var configuration: DaemonConfiguration
-    private var services: [String: RelayService] = [:]
-    private var metricsServer: MetricsServer?
-    private var stopping = false
-    private var reloading = false
+    private let state: LoopBound<State>
+
+    /// What the daemon changes as it runs, on the loop thread only.
+    private struct State {
+        var configuration: DaemonConfiguration
+        var control: ControlServer?
+        var services: [String: RelayService] = [:]
+        var metricsServer: MetricsServer?
+        var stopping = false
+        var reloading = false
+    }
 
     /// A daemon for `configuration`; `configurationPath` is re-read on reload (nil: the
     /// quick flags, which cannot be reloaded). Tests shrink `sessionSettings`.
@@ -60,7 +65,6 @@ public final class Daemon: @unchecked Sendable {
         self.controlSocketPath = controlSocketPath
         self.controlSocketRequired = controlSocketRequired
         self.activatedSockets = activatedSockets
-        self.configuration = configuration
         self.configurationPath = configurationPath
         self.environment = environment
         self.logger = logger
@@ -70,6 +74,7 @@ public final class Daemon: @unchecked Sendable {
         self.sessionSettings = sessionSettings
         self.drainLimit = drainLimit
         loop = try EventLoop(name: "webproxyd")
+        state = LoopBound(handingOver: State(configuration: configuration), loop: loop)
         do {
             resolver = try Resolver()
         } catch {
@@ -84,7 +89,7 @@ public final class Daemon: @unchecked Sendable {
     /// running: the loop is stopped and the error describes the relay at fault.
     public func start() throws(DaemonStartError) {
         var contexts: [String: TLSContext] = [:]
-        for relay in configuration.relays {
+        for relay in onLoop({ [state] in state.value.configuration.relays }) ?? [] {
             do {
                 contexts[relay.name] = try RelayService.makeTLSContext(for: relay)
             } catch {
@@ -94,12 +99,12 @@ public final class Daemon: @unchecked Sendable {
         }
         let outcome = onLoop { [self] () -> String? in
             if let problem = startControl() { return problem }
-            for relay in configuration.relays {
+            for relay in state.value.configuration.relays {
                 guard let context = contexts[relay.name] else { continue }
                 if let problem = startRelay(relay, context: context) { return problem }
             }
             if let problem = startMetrics() { return problem }
-            let unused = Set(activatedSockets.keys).subtracting(configuration.relays.map(\.name))
+            let unused = Set(activatedSockets.keys).subtracting(state.value.configuration.relays.map(\.name))
             for name in unused.sorted() {
                 logger.warning(
                     "systemd passed a socket named '\(name)' but no [relay \(name)] exists; it is not used",
@@ -107,15 +112,15 @@ public final class Daemon: @unchecked Sendable {
             }
             startTimers()
             notifier.ready()
-            logger.notice("webproxyd \(WebProxyDaemon.version) ready with \(services.count) relay(s)")
+            logger.notice("webproxyd \(WebProxyDaemon.version) ready with \(state.value.services.count) relay(s)")
             reportStatus()
             return nil
         }
         if let problem = outcome ?? "the event loop stopped" {
             onLoop { [self] in
-                for service in services.values { service.forceStop() }
-                metricsServer?.close()
-                control?.stop()
+                for service in state.value.services.values { service.forceStop() }
+                state.value.metricsServer?.close()
+                state.value.control?.stop()
             }
             shutDownLoop()
             throw DaemonStartError(problem)
@@ -141,7 +146,7 @@ public final class Daemon: @unchecked Sendable {
 
     /// Where each relay's listener is bound, by relay name (for tests and the log).
     public func listenAddresses() -> [String: SocketAddress] {
-        onLoop { [self] in services.compactMapValues(\.listenAddress) } ?? [:]
+        onLoop { [self] in state.value.services.compactMapValues(\.listenAddress) } ?? [:]
     }
 
     /// Starts a graceful stop, as SIGTERM does. Callable from any thread.
@@ -187,7 +192,7 @@ public final class Daemon: @unchecked Sendable {
                 settings: sessionSettings)
             service.onStatusChange = { [weak self] in self?.reportStatus() }
             try service.start(activatedSocket: activatedSockets[relay.name])
-            services[relay.name] = service
+            state.value.services[relay.name] = service
             return nil
         } catch {
             return "relay '\(relay.name)': \(error)"
@@ -199,7 +204,7 @@ public final class Daemon: @unchecked Sendable {
     private func startControl() -> String? {
         guard let controlSocketPath else { return nil }
         do {
-            control = try ControlServer.start(path: controlSocketPath, loop: loop) { [weak self] request in
+            state.value.control = try ControlServer.start(path: controlSocketPath, loop: loop) { [weak self] request in
                 self?.controlAnswer(request) ?? ControlAnswer.error("the daemon is stopping")
             }
         } catch where controlSocketRequired {
@@ -214,12 +219,12 @@ public final class Daemon: @unchecked Sendable {
 
     /// Serves the metrics if `[daemon] metrics` is set; returns what went wrong, if anything.
     private func startMetrics() -> String? {
-        guard let metrics = configuration.metrics else { return nil }
+        guard let metrics = state.value.configuration.metrics else { return nil }
         guard let address = SocketAddress(ipAddress: metrics.host, port: metrics.port) else {
             return "cannot listen for metrics on \(metrics): not an IP address"
         }
         do {
-            metricsServer = try MetricsServer(address: address, loop: loop) { [weak self] in self?.metricsText() ?? "" }
+            state.value.metricsServer = try MetricsServer(address: address, loop: loop) { [weak self] in self?.metricsText() ?? "" }
         } catch {
             return "cannot listen for metrics on \(metrics): \(error)"
         }
@@ -230,7 +235,7 @@ public final class Daemon: @unchecked Sendable {
     /// Every running relay, in configuration order (loop thread).
     private func snapshots() -> [RelaySnapshot] {
         let now = Int64(time(nil))
-        return configuration.relays.compactMap { services[$0.name]?.snapshot(wallClockSeconds: now) }
+        return state.value.configuration.relays.compactMap { state.value.services[$0.name]?.snapshot(wallClockSeconds: now) }
     }
 
     /// The control socket's `status` document (loop thread).
@@ -254,7 +259,7 @@ public final class Daemon: @unchecked Sendable {
 
     /// Each running relay's session state in counts, taken on the loop (for tests).
     func stateSummaries() -> [String]? {
-        onLoop { [self] in configuration.relays.compactMap { services[$0.name]?.stateSummary } }
+        onLoop { [self] in state.value.configuration.relays.compactMap { state.value.services[$0.name]?.stateSummary } }
     }
 
     /// The metrics text (loop thread).
@@ -264,7 +269,7 @@ public final class Daemon: @unchecked Sendable {
 
     /// Where the metrics endpoint is bound (for tests).
     func metricsAddress() -> SocketAddress? {
-        onLoop { [self] in metricsServer?.localAddress } ?? nil
+        onLoop { [self] in state.value.metricsServer?.localAddress } ?? nil
     }
 
     /// Answers a control request (loop thread).
@@ -299,16 +304,16 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func stop() {
-        guard !stopping else { return }
-        stopping = true
+        guard !state.value.stopping else { return }
+        state.value.stopping = true
         notifier.stopping()
         logger.notice("stopping: closing local connections and the relay sessions")
-        var remaining = services.count
+        var remaining = state.value.services.count
         let finish = { [self] in
-            metricsServer?.close()
-            metricsServer = nil
-            control?.stop()
-            control = nil
+            state.value.metricsServer?.close()
+            state.value.metricsServer = nil
+            state.value.control?.stop()
+            state.value.control = nil
             logger.info("stopped")
             stoppedSignal.signal()
             loop.stop()
@@ -320,9 +325,9 @@ public final class Daemon: @unchecked Sendable {
         loop.scheduleTimer(after: drainLimit) { [self] in
             guard remaining > 0 else { return }
             logger.warning("the drain took longer than \(drainLimit); stopping anyway", LogFields(stage: "shutdown"))
-            for service in services.values { service.forceStop() }
+            for service in state.value.services.values { service.forceStop() }
         }
-        for service in services.values {
+        for service in state.value.services.values {
             service.stop {
                 remaining -= 1
                 if remaining == 0 { finish() }
@@ -331,12 +336,12 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func reload() {
-        guard !stopping, !reloading else { return }
+        guard !state.value.stopping, !state.value.reloading else { return }
         guard let path = configurationPath else {
             logger.warning("reload ignored: the relay was given on the command line, not in a file")
             return
         }
-        reloading = true
+        state.value.reloading = true
         notifier.reloading(monotonicNow: MonotonicClock.now())
         logger.notice("reloading \(path)")
         let environment = environment
@@ -348,18 +353,18 @@ public final class Daemon: @unchecked Sendable {
                 loop.execute { [self] in apply(prepared) }
             }
         } catch {
-            reloading = false
+            state.value.reloading = false
             logger.error("reload failed: cannot start a thread to read \(path): \(error)")
         }
     }
 
     private func apply(_ prepared: Result<ConfigurationReload, ConfigurationError>) {
-        reloading = false
+        state.value.reloading = false
         defer {
             notifier.ready()
             reportStatus()
         }
-        guard !stopping else { return }
+        guard !state.value.stopping else { return }
         let next: ConfigurationReload
         switch prepared {
         case .failure(let error):
@@ -371,8 +376,8 @@ public final class Daemon: @unchecked Sendable {
             next = value
         }
         for warning in next.loaded.warnings { logger.warning("\(warning)", LogFields(stage: "reload")) }
-        let changes = next.loaded.configuration.changes(from: configuration)
-        let previous = configuration
+        let changes = next.loaded.configuration.changes(from: state.value.configuration)
+        let previous = state.value.configuration
         // First, so that the reload's own messages follow the new level.
         if next.loaded.configuration.logLevel != previous.logLevel {
             logger.level = next.loaded.configuration.logLevel
@@ -382,22 +387,22 @@ public final class Daemon: @unchecked Sendable {
             "reload: \(changes.added.count) added, \(changes.removed.count) removed, \(changes.changed.count) changed, \(changes.unchanged.count) unchanged",
             LogFields(stage: "reload"))
         for name in changes.removed + changes.changed {
-            guard let service = services.removeValue(forKey: name) else { continue }
+            guard let service = state.value.services.removeValue(forKey: name) else { continue }
             service.stop {}
             loop.scheduleTimer(after: drainLimit) { service.forceStop() }
         }
-        configuration = next.loaded.configuration
-        if configuration.metrics != previous.metrics {
-            metricsServer?.close()
-            metricsServer = nil
+        state.value.configuration = next.loaded.configuration
+        if state.value.configuration.metrics != previous.metrics {
+            state.value.metricsServer?.close()
+            state.value.metricsServer = nil
             if let problem = startMetrics() {
                 logger.error(problem, LogFields(stage: "reload"))
-            } else if configuration.metrics == nil {
+            } else if state.value.configuration.metrics == nil {
                 logger.notice("metrics are off", LogFields(stage: "reload"))
             }
         }
         for name in changes.added + changes.changed {
-            guard let relay = configuration.relay(named: name), let context = next.contexts[name] else { continue }
+            guard let relay = state.value.configuration.relay(named: name), let context = next.contexts[name] else { continue }
             if let problem = startRelay(relay, context: context) {
                 logger.error(problem, LogFields(stage: "reload"))
             }
