@@ -82,7 +82,7 @@ public final class TCPConnection {
     /// Bytes pushed back by a handshake, delivered before the next read.
     private var unread: [UInt8] = []
     private var unreadDeliveryScheduled = false
-    private var queue = WriteQueue()
+    private var queue = ByteQueue()
 
     private init(loop: EventLoop, fd: Int32, remote: SocketAddress, state: State) {
         self.loop = loop
@@ -174,10 +174,10 @@ public final class TCPConnection {
     // MARK: public operations
 
     /// True while the write queue is below the high watermark.
-    public var isWritable: Bool { queue.byteCount < writeLimits.highWatermark }
+    public var isWritable: Bool { queue.count < writeLimits.highWatermark }
 
     /// Bytes queued and not yet accepted by the kernel.
-    public var queuedWriteBytes: Int { queue.byteCount }
+    public var queuedWriteBytes: Int { queue.count }
 
     /// A count that grows whenever the peer acknowledges a byte sent or a byte arrives, as
     /// the kernel sees it (TCP_INFO): proof that the path still moves, even while the bytes
@@ -213,22 +213,15 @@ public final class TCPConnection {
             throw NetError(.closed, call: "write", message: "connection is closed for writing")
         }
         guard !bytes.isEmpty else { return }
-        guard bytes.count <= writeLimits.limit - queue.byteCount else {
+        guard bytes.count <= writeLimits.limit - queue.count else {
             throw NetError(.writeBufferFull, call: "write", message: "write queue limit reached")
         }
         var offset = 0
         if queue.isEmpty {
-            var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
-            let outcome = withUnsafePointer(to: &vector) { pointer in
-                Result { () throws(NetError) -> IOResult in
-                    try Syscall.sendv(fd, UnsafeBufferPointer(start: pointer, count: 1))
-                }
-            }
             let result: IOResult
-            switch outcome {
-            case .success(let value):
-                result = value
-            case .failure(let error):
+            do {
+                result = try Syscall.send(fd, bytes)
+            } catch {
                 closeNow(error)
                 return
             }
@@ -236,7 +229,7 @@ public final class TCPConnection {
             if offset == bytes.count { return }
         }
         queue.append(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-        if queue.byteCount >= writeLimits.highWatermark { owesWritableNotice = true }
+        if queue.count >= writeLimits.highWatermark { owesWritableNotice = true }
         updateInterest()
     }
 
@@ -389,13 +382,13 @@ public final class TCPConnection {
         while !queue.isEmpty {
             let result: IOResult
             do {
-                result = try queue.send(fd)
+                result = try queue.withFront(Int.max) { bytes throws(NetError) in try Syscall.send(fd, bytes) }
             } catch {
                 closeNow(error)
                 return
             }
             guard case .processed(let written) = result else { break }
-            queue.consume(written)
+            queue.skip(written)
         }
         if queue.isEmpty {
             if closeRequested {
@@ -415,7 +408,7 @@ public final class TCPConnection {
             }
         }
         updateInterest()
-        if owesWritableNotice && queue.byteCount <= writeLimits.lowWatermark {
+        if owesWritableNotice && queue.count <= writeLimits.lowWatermark {
             owesWritableNotice = false
             delegate?.connectionDidBecomeWritable(self)
         }
@@ -488,68 +481,5 @@ public final class ConnectAttempt {
         isCancelled = true
         connection?.cancelConnect()
         connection = nil
-    }
-}
-
-/// Queued outgoing bytes as owned chunks, sent with one vectored `sendmsg` per flush.
-private struct WriteQueue {
-    private var chunks: [UnsafeMutableRawBufferPointer] = []
-    private var head = 0
-    private var headOffset = 0
-    private(set) var byteCount = 0
-
-    var isEmpty: Bool { byteCount == 0 }
-
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
-        chunk.copyMemory(from: bytes)
-        chunks.append(chunk)
-        byteCount += bytes.count
-    }
-
-    /// One `sendmsg` of up to 64 queued chunks.
-    func send(_ fd: Int32) throws(NetError) -> IOResult {
-        let count = min(chunks.count - head, 64)
-        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors throws(NetError) -> IOResult in
-            for index in 0..<count {
-                let chunk = chunks[head + index]
-                let skip = index == 0 ? headOffset : 0
-                vectors[index] = iovec(iov_base: chunk.baseAddress.map { $0 + skip }, iov_len: chunk.count - skip)
-            }
-            return try Syscall.sendv(fd, UnsafeBufferPointer(vectors))
-        }
-    }
-
-    /// Drops `count` sent bytes from the front.
-    mutating func consume(_ count: Int) {
-        var remaining = count
-        byteCount -= count
-        while remaining > 0 {
-            let available = chunks[head].count - headOffset
-            if remaining < available {
-                headOffset += remaining
-                return
-            }
-            remaining -= available
-            chunks[head].deallocate()
-            head += 1
-            headOffset = 0
-        }
-        if head == chunks.count {
-            chunks.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 32 && head * 2 >= chunks.count {
-            chunks.removeFirst(head)
-            head = 0
-        }
-    }
-
-    mutating func removeAll() {
-        for chunk in chunks[head...] { chunk.deallocate() }
-        chunks.removeAll()
-        head = 0
-        headOffset = 0
-        byteCount = 0
     }
 }

@@ -60,7 +60,7 @@ public final class TLSConnection {
     private var deliveryScheduled = false
     private var closeRequested = false
     private var owesWritableNotice = false
-    private var pending = PlaintextQueue()
+    private var pending = ByteQueue()
     private var plaintextBuffer: UnsafeMutableRawBufferPointer?
     private var ciphertextBuffer: UnsafeMutableRawBufferPointer?
 
@@ -406,7 +406,7 @@ public final class TLSConnection {
                 let consumed = try pending.withFront(Self.encryptChunk) { raw throws(TLSError) in
                     try engine.write(raw)
                 }
-                pending.consume(consumed)
+                pending.skip(consumed)
                 flushCiphertext()
                 if consumed == 0 { break }
             }
@@ -491,42 +491,5 @@ private final class TCPSide: TCPConnectionDelegate {
 
     func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
         owner.tcpDidClose(error)
-    }
-}
-
-/// Plaintext the socket could not take yet, in one contiguous buffer consumed from the front.
-private struct PlaintextQueue {
-    private var storage: [UInt8] = []
-    private var readIndex = 0
-
-    var count: Int { storage.count - readIndex }
-    var isEmpty: Bool { count == 0 }
-
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
-        if readIndex > 0 && readIndex >= storage.count / 2 {
-            storage.removeSubrange(0..<readIndex)
-            readIndex = 0
-        }
-        storage.append(contentsOf: bytes)
-    }
-
-    /// Calls `body` with up to `maximum` bytes from the front; returns what it returns.
-    func withFront<E: Error>(_ maximum: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> Int) throws(E) -> Int {
-        let end = min(storage.count, readIndex + maximum)
-        let outcome = storage.withUnsafeBytes { raw in
-            Result { () throws(E) in try body(UnsafeRawBufferPointer(rebasing: raw[readIndex..<end])) }
-        }
-        return try outcome.get()
-    }
-
-    mutating func consume(_ count: Int) {
-        readIndex += count
-        if readIndex == storage.count { removeAll() }
-    }
-
-    mutating func removeAll() {
-        storage = []
-        readIndex = 0
     }
 }

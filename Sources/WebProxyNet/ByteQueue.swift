@@ -1,8 +1,11 @@
-/// Bytes received but not yet parsed, shared by the HTTP and WebSocket parsers.
+/// Bytes in one contiguous buffer, consumed from the front: what a parser has received but
+/// not parsed (HTTP, WebSocket), the plaintext TLS has not encrypted yet, the bytes the
+/// kernel has not taken yet. The one byte queue of the runtime.
 ///
-/// Consumed bytes are dropped lazily: the storage is replaced outright when fully consumed
-/// and compacted only when the consumed prefix is at least half of it, so appending and
-/// consuming stay linear overall and handed-out slices never force a full copy per read.
+/// Consumed bytes are dropped lazily: the storage is adopted outright when the queue is
+/// empty, compacted only when the consumed prefix is at least half of it (so appending and
+/// consuming stay linear overall and handed-out slices never force a copy per read), and
+/// released as soon as everything was consumed, so an idle connection holds no buffer.
 struct ByteQueue: Sendable {
     private(set) var storage: [UInt8] = []
     private(set) var readIndex = 0
@@ -50,20 +53,37 @@ struct ByteQueue: Sendable {
     /// Returns the next `length` bytes (`length <= count`) and consumes them.
     mutating func take(_ length: Int) -> ArraySlice<UInt8> {
         let slice = storage[readIndex..<readIndex + length]
-        readIndex += length
+        skip(length)
         return slice
     }
 
+    /// Consumes the next `length` bytes (`length <= count`).
     mutating func skip(_ length: Int) {
         readIndex += length
+        if readIndex == storage.count { removeAll() }
+    }
+
+    /// Calls `body` with up to `maximum` bytes from the front, without consuming them;
+    /// returns what it returns (say, how many of them a socket or an encryptor took).
+    func withFront<R, E: Error>(_ maximum: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let end = readIndex + min(count, maximum)
+        let outcome = storage.withUnsafeBytes { raw in
+            Result { () throws(E) in try body(UnsafeRawBufferPointer(rebasing: raw[readIndex..<end])) }
+        }
+        return try outcome.get()
     }
 
     /// Hands every unconsumed byte over (after a protocol switch) and empties the queue.
     mutating func takeAll() -> [UInt8] {
         let rest = Array(readable)
+        removeAll()
+        return rest
+    }
+
+    /// Drops every byte and the storage.
+    mutating func removeAll() {
         storage = []
         readIndex = 0
-        return rest
     }
 
     private mutating func compactIfWorthwhile() {
