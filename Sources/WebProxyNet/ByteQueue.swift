@@ -1,6 +1,7 @@
 /// Bytes in one contiguous buffer, consumed from the front: what a parser has received but
-/// not parsed (HTTP, WebSocket), the plaintext TLS has not encrypted yet, the bytes the
-/// kernel has not taken yet. The one byte queue of the runtime.
+/// not parsed (HTTP, WebSocket), and the plaintext TLS has not encrypted yet (contiguous,
+/// so that small writes queued behind a slow socket are encrypted together into full
+/// records). A TCP socket's unsent bytes are a `SendQueue` instead.
 ///
 /// Consumed bytes are dropped lazily: the storage is adopted outright when the queue is
 /// empty, compacted only when the consumed prefix is at least half of it (so appending and

@@ -48,7 +48,12 @@ enum Syscall {
         try nonBlocking("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
-    /// Writes `bytes` with one `sendmsg(MSG_NOSIGNAL)`: a write that never raises SIGPIPE.
+    /// Writes the buffers with one `sendmsg(MSG_NOSIGNAL)`: writev that never raises SIGPIPE.
+    static func sendv(_ fd: Int32, _ buffers: UnsafeBufferPointer<iovec>) throws(NetError) -> IOResult {
+        try nonBlocking("sendmsg") { cwpl_sendv(fd, buffers.baseAddress, Int32(buffers.count)) }
+    }
+
+    /// Writes `bytes` with one `sendmsg(MSG_NOSIGNAL)`.
     static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(NetError) -> IOResult {
         var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         return try nonBlocking("sendmsg") { cwpl_sendv(fd, &vector, 1) }

@@ -82,17 +82,13 @@ public final class TCPConnection {
     /// Bytes pushed back by a handshake, delivered before the next read.
     private var unread: [UInt8] = []
     private var unreadDeliveryScheduled = false
-    private var queue = ByteQueue()
+    private var queue = SendQueue()
 
     private init(loop: EventLoop, fd: Int32, remote: SocketAddress, state: State) {
         self.loop = loop
         self.fd = fd
         self.remoteAddress = remote
         self.state = state
-    }
-
-    deinit {
-        queue.removeAll()
     }
 
     // MARK: creating
@@ -382,13 +378,13 @@ public final class TCPConnection {
         while !queue.isEmpty {
             let result: IOResult
             do {
-                result = try queue.withFront(Int.max) { bytes throws(NetError) in try Syscall.send(fd, bytes) }
+                result = try queue.send(fd)
             } catch {
                 closeNow(error)
                 return
             }
             guard case .processed(let written) = result else { break }
-            queue.skip(written)
+            queue.consume(written)
         }
         if queue.isEmpty {
             if closeRequested {
