@@ -75,7 +75,13 @@ protocol BenchPath: AnyObject, Sendable {
     var port: UInt16 { get }
     /// The loop thread whose CPU time is charged to the path ("" for none).
     var entryThreadName: String { get }
+    /// What the entry loop has done so far (nil where there is no loop of ours).
+    func loopCounters() -> LoopCounters?
     func stop()
+}
+
+extension BenchPath {
+    func loopCounters() -> LoopCounters? { nil }
 }
 
 /// The baseline without any tunnel: clients talk to the backend directly.
@@ -119,6 +125,11 @@ final class TunnelPath: BenchPath, @unchecked Sendable {
             try TLSTunnel.startEntry(on: entryLoop, dialer: dialer, resolver: world.resolver, front: endpoint)
         }
         port = entry.localAddress.port
+    }
+
+    func loopCounters() -> LoopCounters? {
+        let entryLoop = entryLoop
+        return try? entryLoop.submitAndWait { entryLoop.counters }
     }
 
     func stop() {
@@ -197,15 +208,41 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
         wan?.stop()
     }
 
-    /// The sum of a metric's samples, read from the daemon's metrics endpoint.
-    func metric(_ name: String) -> Int? {
+    /// The daemon's metrics text, read from its endpoint as an operator's scraper reads it.
+    func metricsText() -> String? {
         guard let client = BlockingClient(port: metricsPort) else { return nil }
         defer { client.close() }
         guard client.send(Array("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)) else { return nil }
-        let text = String(decoding: client.receive(count: 1 << 20), as: UTF8.self)
-        let values = text.split(separator: "\n").filter { $0.hasPrefix(name + "{") }
+        return String(decoding: client.receive(count: 1 << 20), as: UTF8.self)
+    }
+
+    /// The sum of a metric's samples, read from the daemon's metrics endpoint.
+    func metric(_ name: String) -> Int? {
+        let values = (metricsText() ?? "").split(separator: "\n").filter { $0.hasPrefix(name + "{") }
             .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
         return values.isEmpty ? nil : values.reduce(0, +)
+    }
+
+    /// The daemon loop's counters, from its `webproxyd_loop_*` metrics.
+    func loopCounters() -> LoopCounters? {
+        guard let text = metricsText() else { return nil }
+        var samples: [Substring: Int] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("webproxyd_loop_") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Int(parts[1]) { samples[parts[0]] = value }
+        }
+        func sample(_ name: String, _ direction: String? = nil) -> Int {
+            samples[Substring("webproxyd_loop_\(name)_total" + (direction.map { "{direction=\"\($0)\"}" } ?? ""))] ?? 0
+        }
+        var counters = LoopCounters()
+        counters.wakeups = sample("wakeups")
+        counters.socketReads = sample("socket_calls", "read")
+        counters.socketWrites = sample("socket_calls", "write")
+        counters.tlsRecordsReceived = sample("tls_records", "down")
+        counters.tlsRecordsSent = sample("tls_records", "up")
+        counters.webSocketMessagesReceived = sample("websocket_messages", "down")
+        counters.webSocketMessagesSent = sample("websocket_messages", "up")
+        return counters
     }
 
     /// The daemon's log: discarded, or on stderr at the level named by BENCH_LOG (e.g. debug).

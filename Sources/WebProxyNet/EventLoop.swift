@@ -149,6 +149,15 @@ public final class EventLoop: @unchecked Sendable {
     /// CLOCK_MONOTONIC now. Readable from any thread.
     public var now: MonotonicTime { .now() }
 
+    /// What this loop has done since it started; on the loop thread.
+    public var counters: LoopCounters {
+        preconditionInEventLoop()
+        return tally
+    }
+
+    /// Where the runtime counts, from code that already runs on the loop.
+    var tally = LoopCounters()
+
     // MARK: cross-thread
 
     /// Runs `task` on the loop thread soon, in submission order. Callable from any thread.
@@ -352,6 +361,7 @@ public final class EventLoop: @unchecked Sendable {
                 if error == EINTR { continue }
                 fatalError("epoll_wait failed: \(NetError.syscall("epoll_wait", errno: error))")
             }
+            if count > 0 { tally.wakeups += 1 }
             var tasksPending = false
             for index in 0..<count {
                 let token = cwpl_epoll_event_token(events, index)

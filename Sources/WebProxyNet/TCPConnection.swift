@@ -216,6 +216,7 @@ public final class TCPConnection {
         if queue.isEmpty {
             let result: IOResult
             do {
+                loop.tally.socketWrites += 1
                 result = try Syscall.send(fd, bytes)
             } catch {
                 closeNow(error)
@@ -357,6 +358,7 @@ public final class TCPConnection {
                 closeNow(error)
                 return
             }
+            if case .processed = result { loop.tally.socketReads += 1 }
             switch result {
             case .wouldBlock:
                 return
@@ -378,6 +380,7 @@ public final class TCPConnection {
         while !queue.isEmpty {
             let result: IOResult
             do {
+                loop.tally.socketWrites += 1
                 result = try queue.send(fd)
             } catch {
                 closeNow(error)

@@ -61,6 +61,8 @@ public final class TLSConnection {
     private var closeRequested = false
     private var owesWritableNotice = false
     private var pending = ByteQueue()
+    private var recordsReceived = TLSRecordCounter()
+    private var recordsSent = TLSRecordCounter()
     private var plaintextBuffer: UnsafeMutableRawBufferPointer?
     private var ciphertextBuffer: UnsafeMutableRawBufferPointer?
 
@@ -70,6 +72,8 @@ public final class TLSConnection {
     static let ciphertextChunk = 64 * 1024
     /// Plaintext encrypted per engine call, at most.
     static let encryptChunk = 64 * 1024
+    /// The most plaintext one TLS record carries (RFC 8446 §5.1).
+    static let recordPlaintext = 16 * 1024
 
     private init(tcp: TCPConnection, engine: TLSEngine) {
         self.loop = tcp.loop
@@ -168,14 +172,21 @@ public final class TLSConnection {
     }
 
     /// Encrypts and sends `head` then `body` as one unit: both are taken, or (past
-    /// `writeLimits.limit`) neither. Saves joining them into one buffer.
+    /// `writeLimits.limit`) neither. Only the head and the start of the body are joined,
+    /// into the first record, so a short head (a WebSocket frame header) does not become a
+    /// TLS record of its own: the records are those of one write of both, as a browser's.
     public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
         loop.preconditionInEventLoop()
         guard head.count + body.count <= writeLimits.limit - queuedWriteBytes else {
             throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
         }
-        try write(head)
-        try write(body)
+        let joined = min(body.count, max(0, Self.recordPlaintext - head.count))
+        try write(head + body[..<joined])
+        guard joined < body.count else { return }
+        let outcome = body.withUnsafeBytes { raw in
+            Result { () throws(TransportError) in try write(UnsafeRawBufferPointer(rebasing: raw[joined...])) }
+        }
+        try outcome.get()
     }
 
     /// Stops delivering plaintext (and reading the socket) until `resumeReading()`.
@@ -289,6 +300,7 @@ public final class TLSConnection {
     // MARK: reading
 
     fileprivate func tcpDidRead(_ ciphertext: UnsafeRawBufferPointer) {
+        loop.tally.tlsRecordsReceived += recordsReceived.count(ciphertext)
         engine.feed(ciphertext)
         switch phase {
         case .handshaking:
@@ -384,8 +396,10 @@ public final class TLSConnection {
             let buffer = ciphertextBuffer ?? allocateCiphertextBuffer()
             let count = engine.takeCiphertext(into: buffer)
             guard count > 0 else { return }
+            let ciphertext = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            loop.tally.tlsRecordsSent += recordsSent.count(ciphertext)
             do {
-                try tcp.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                try tcp.write(ciphertext)
             } catch {
                 fail(.io(error))
                 return

@@ -84,6 +84,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
         }
         try tls.write(header, payload)
+        tls.loop.tally.webSocketMessagesSent += 1
     }
 
     /// Sends one binary message (see `send(_:)`).
@@ -93,6 +94,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
         }
         try tls.write(frame)
+        tls.loop.tally.webSocketMessagesSent += 1
     }
 
     /// Sends a Ping (at most 125 bytes of payload); false once closing or closed.
@@ -156,6 +158,7 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
             case .write(let bytes):
                 try? tls.write(bytes)
             case .message(let message):
+                tls.loop.tally.webSocketMessagesReceived += 1
                 delegate?.webSocket(self, didReceive: message)
             case .ping(let payload):
                 delegate?.webSocket(self, didReceivePing: payload)

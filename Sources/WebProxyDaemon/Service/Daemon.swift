@@ -265,6 +265,7 @@ public final class Daemon: @unchecked Sendable {
     /// The metrics text (loop thread).
     private func metricsText() -> String {
         PrometheusText.render(version: WebProxyDaemon.version, relays: snapshots())
+            + PrometheusText.render(loop: loop.counters)
     }
 
     /// Where the metrics endpoint is bound (for tests).

@@ -1,5 +1,6 @@
 import Testing
 import WebProxyCore
+import WebProxyNet
 
 @testable import WebProxyDaemon
 @testable import WebProxySession
@@ -144,6 +145,36 @@ import WebProxyCore
                 webproxyd_carrier_request_seconds_bucket{relay="home",carrier="https",le="+Inf"} 2
                 webproxyd_carrier_request_seconds_sum{relay="home",carrier="https"} 56
                 webproxyd_carrier_request_seconds_count{relay="home",carrier="https"} 2
+
+                """)
+    }
+
+    @Test func theLoopsOwnWorkIsOneFamilyEach() {
+        var counters = LoopCounters()
+        counters.wakeups = 9
+        counters.socketReads = 40
+        counters.socketWrites = 30
+        counters.tlsRecordsReceived = 20
+        counters.tlsRecordsSent = 10
+        counters.webSocketMessagesReceived = 4
+        counters.webSocketMessagesSent = 3
+        #expect(
+            PrometheusText.render(loop: counters) == """
+                # HELP webproxyd_loop_wakeups_total Times the event loop woke up with work to do.
+                # TYPE webproxyd_loop_wakeups_total counter
+                webproxyd_loop_wakeups_total 9
+                # HELP webproxyd_loop_socket_calls_total TCP socket calls that moved bytes: read (reads that returned bytes or EOF) and write (sendmsg).
+                # TYPE webproxyd_loop_socket_calls_total counter
+                webproxyd_loop_socket_calls_total{direction="read"} 40
+                webproxyd_loop_socket_calls_total{direction="write"} 30
+                # HELP webproxyd_loop_tls_records_total TLS records received from peers (down) and sent to them (up).
+                # TYPE webproxyd_loop_tls_records_total counter
+                webproxyd_loop_tls_records_total{direction="down"} 20
+                webproxyd_loop_tls_records_total{direction="up"} 10
+                # HELP webproxyd_loop_websocket_messages_total WebSocket data messages received (down) and sent (up).
+                # TYPE webproxyd_loop_websocket_messages_total counter
+                webproxyd_loop_websocket_messages_total{direction="down"} 4
+                webproxyd_loop_websocket_messages_total{direction="up"} 3
 
                 """)
     }
