@@ -60,7 +60,7 @@ final class BenchBackend {
     }
 
     /// One connection: parses the header, then echoes, sinks or sources.
-    private final class Handler: TCPConnectionDelegate {
+    private final class Handler: ByteStreamDelegate {
         let connection: TCPConnection
         var closed: (() -> Void)?
         /// Init bytes still to skip.
@@ -72,7 +72,7 @@ final class BenchBackend {
 
         init(connection: TCPConnection) { self.connection = connection }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             var body = bytes[...]
             let skipped = min(initLeft, body.count)
             initLeft -= skipped
@@ -125,12 +125,12 @@ final class BenchBackend {
             }
         }
 
-        func connectionDidBecomeWritable(_ connection: TCPConnection) {
+        func streamDidBecomeWritable(_ connection: any ByteStream) {
             if mode == .download { sendMore() } else { connection.resumeReading() }
         }
 
-        func connectionDidReadEOF(_ connection: TCPConnection) { connection.close() }
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) { connection.close() }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) { closed?() }
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) { closed?() }
     }
 }

@@ -121,7 +121,7 @@ final class DelayLine {
     }
 
     /// One carried connection: a pipe each way.
-    private final class Flow: TCPConnectionDelegate {
+    private final class Flow: ByteStreamDelegate {
         private let client: TCPConnection
         private let server: TCPConnection
         private let upstream: Pipe
@@ -149,17 +149,17 @@ final class DelayLine {
             onClose?()
         }
 
-        private func pipe(from connection: TCPConnection) -> Pipe { connection === client ? upstream : downstream }
-        private func pipe(to connection: TCPConnection) -> Pipe { connection === client ? downstream : upstream }
+        private func pipe(from connection: any ByteStream) -> Pipe { connection === client ? upstream : downstream }
+        private func pipe(to connection: any ByteStream) -> Pipe { connection === client ? downstream : upstream }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             pipe(from: connection).carry(bytes)
         }
-        func connectionDidReadEOF(_ connection: TCPConnection) {
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
             pipe(from: connection).finish { [weak self] in self?.close() }
         }
-        func connectionDidBecomeWritable(_ connection: TCPConnection) { pipe(to: connection).flush() }
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) { close() }
+        func streamDidBecomeWritable(_ connection: any ByteStream) { pipe(to: connection).flush() }
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) { close() }
     }
 
     /// One direction of one flow: its queue at the bottleneck, then the propagation delay.

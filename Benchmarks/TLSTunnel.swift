@@ -20,7 +20,7 @@ enum TLSTunnel {
                     guard case .success(let tls) = result else { return }
                     _ = TCPConnection.connect(to: backend, on: loop, timeout: .seconds(5)) { dialed in
                         guard case .success(let plain) = dialed else { return tls.abort() }
-                        Splice(.tls(tls), .tcp(plain)).start()
+                        Splice(tls, plain).start()
                     }
                 }
             } catch {
@@ -36,87 +36,31 @@ enum TLSTunnel {
         try TCPListener.listen(on: .loopbackIPv4(port: 0), loop: loop) { plain in
             _ = dialer.connect(to: front, on: loop, resolver: resolver) { result in
                 guard case .success(let tls) = result else { return plain.abort() }
-                Splice(.tcp(plain), .tls(tls)).start()
+                Splice(plain, tls).start()
             }
         }
     }
 }
 
-/// Copies bytes both ways between two connections with backpressure; closes both when
-/// either ends. It keeps itself alive (through the delegates) until both have closed.
-private final class Splice: TCPConnectionDelegate, TLSConnectionDelegate {
-    enum End {
-        case tcp(TCPConnection)
-        case tls(TLSConnection)
-
-        func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            switch self {
-            case .tcp(let connection): (try? connection.write(bytes)) != nil
-            case .tls(let connection): (try? connection.write(bytes)) != nil
-            }
-        }
-        var isWritable: Bool {
-            switch self {
-            case .tcp(let connection): connection.isWritable
-            case .tls(let connection): connection.isWritable
-            }
-        }
-        func pauseReading() {
-            switch self {
-            case .tcp(let connection): connection.pauseReading()
-            case .tls(let connection): connection.pauseReading()
-            }
-        }
-        func resumeReading() {
-            switch self {
-            case .tcp(let connection): connection.resumeReading()
-            case .tls(let connection): connection.resumeReading()
-            }
-        }
-        func close() {
-            switch self {
-            case .tcp(let connection): connection.close()
-            case .tls(let connection): connection.close()
-            }
-        }
-        func isSame(_ object: AnyObject) -> Bool {
-            switch self {
-            case .tcp(let connection): connection === object
-            case .tls(let connection): connection === object
-            }
-        }
-    }
-
-    private let first: End
-    private let second: End
+/// Copies bytes both ways between two streams (TCP or TLS) with backpressure; closes both
+/// when either ends. It keeps itself alive (through the delegates) until both have closed.
+private final class Splice: ByteStreamDelegate {
+    private let first: any ByteStream
+    private let second: any ByteStream
     private var closing = false
 
-    init(_ first: End, _ second: End) {
+    init(_ first: any ByteStream, _ second: any ByteStream) {
         self.first = first
         self.second = second
     }
 
     func start() {
-        for end in [first, second] {
-            switch end {
-            case .tcp(let connection): connection.delegate = self
-            case .tls(let connection): connection.delegate = self
-            }
-        }
+        first.delegate = self
+        second.delegate = self
     }
 
-    private func other(than object: AnyObject) -> (source: End, target: End) {
-        first.isSame(object) ? (first, second) : (second, first)
-    }
-
-    private func forward(_ bytes: UnsafeRawBufferPointer, from object: AnyObject) {
-        let (source, target) = other(than: object)
-        guard target.write(bytes) else { return closeBoth() }
-        if !target.isWritable { source.pauseReading() }
-    }
-
-    private func drained(_ object: AnyObject) {
-        other(than: object).target.resumeReading()
+    private func other(than stream: any ByteStream) -> (source: any ByteStream, target: any ByteStream) {
+        first === stream ? (first, second) : (second, first)
     }
 
     private func closeBoth() {
@@ -126,17 +70,15 @@ private final class Splice: TCPConnectionDelegate, TLSConnectionDelegate {
         second.close()
     }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        forward(bytes, from: connection)
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        let (source, target) = other(than: stream)
+        guard (try? target.write(bytes)) != nil else { return closeBoth() }
+        if !target.isWritable { source.pauseReading() }
     }
-    func connectionDidReadEOF(_ connection: TCPConnection) { closeBoth() }
-    func connectionDidBecomeWritable(_ connection: TCPConnection) { drained(connection) }
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) { closeBoth() }
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
-        forward(plaintext, from: connection)
-    }
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) { closeBoth() }
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) { drained(connection) }
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) { closeBoth() }
+    func streamDidReachEnd(_ stream: any ByteStream, clean: Bool) { closeBoth() }
+
+    func streamDidBecomeWritable(_ stream: any ByteStream) { other(than: stream).target.resumeReading() }
+
+    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) { closeBoth() }
 }

@@ -18,27 +18,15 @@ struct ByteQueue: Sendable {
     /// The unconsumed bytes.
     var readable: ArraySlice<UInt8> { storage[readIndex...] }
 
+    /// Appends `bytes`, adopting the array outright when the queue is empty (no copy).
     mutating func append(_ bytes: [UInt8]) {
-        if isEmpty {
-            storage = bytes
-            readIndex = 0
-        } else {
-            compactIfWorthwhile()
-            storage.append(contentsOf: bytes)
-        }
+        guard isEmpty else { return append(bytes[...]) }
+        storage = bytes
+        readIndex = 0
     }
 
-    mutating func append(_ bytes: ArraySlice<UInt8>) {
-        if isEmpty {
-            storage = Array(bytes)
-            readIndex = 0
-        } else {
-            compactIfWorthwhile()
-            storage.append(contentsOf: bytes)
-        }
-    }
-
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    /// Appends a copy of `bytes` (a slice, or a buffer a read lends).
+    mutating func append(_ bytes: some Collection<UInt8>) {
         if isEmpty {
             storage = Array(bytes)
             readIndex = 0

@@ -192,7 +192,7 @@ public final class DialOperation {
             try connection.write(runner.start())
         } catch {
             connection.abort()
-            finish(.failure(labelled(error)))
+            finish(.failure(labelled(socketError(error))))
         }
     }
 
@@ -217,7 +217,7 @@ public final class DialOperation {
 }
 
 /// Drives a proxy handshake on a connection as its temporary delegate.
-private final class ProxyHandshakeRunner: TCPConnectionDelegate {
+private final class ProxyHandshakeRunner: ByteStreamDelegate {
     private var machine: any ProxyHandshake
     private let done: OnceCompletion<[UInt8], NetError>
 
@@ -231,7 +231,7 @@ private final class ProxyHandshakeRunner: TCPConnectionDelegate {
         machine.start()
     }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         switch machine.receive(bytes) {
         case .needMore:
             return
@@ -239,7 +239,7 @@ private final class ProxyHandshakeRunner: TCPConnectionDelegate {
             do {
                 try connection.write(reply)
             } catch {
-                finish(.failure(error))
+                finish(.failure(socketError(error)))
             }
         case .established(let leftover):
             finish(.success(leftover))
@@ -248,15 +248,21 @@ private final class ProxyHandshakeRunner: TCPConnectionDelegate {
         }
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         finish(.failure(NetError(.proxy, call: "handshake", message: "proxy closed the connection during the handshake")))
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
-        finish(.failure(error ?? NetError(.closed, call: "handshake", message: "connection closed during the handshake")))
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
+        finish(.failure(error.map(socketError) ?? NetError(.closed, call: "handshake", message: "connection closed during the handshake")))
     }
 
     private func finish(_ result: Result<[UInt8], NetError>) {
         done.complete(result)
     }
+}
+
+/// A TCP stream's failure as the dial reports it: TCP fails only at the socket (`.io`).
+private func socketError(_ error: TransportError) -> NetError {
+    if case .io(let error) = error { return error }
+    return NetError(.closed, call: "handshake", message: error.description)
 }

@@ -1,27 +1,6 @@
 import Glibc
 internal import CWebProxyLinux
 
-/// Receives a `TCPConnection`'s events on its loop thread.
-public protocol TCPConnectionDelegate: AnyObject {
-    /// Bytes arrived (at most `EventLoop.readChunkSize`). The buffer is reused by the loop:
-    /// it is valid only during this call, so copy what you keep.
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
-    /// The peer finished sending (EOF). The connection can still write; close or
-    /// `shutdownWrite()` when done. Default: nothing.
-    func connectionDidReadEOF(_ connection: TCPConnection)
-    /// The write queue fell to the low watermark after a write took it past the high one.
-    /// Default: nothing.
-    func connectionDidBecomeWritable(_ connection: TCPConnection)
-    /// The last call: `nil` after `close()`, `abort()` or both directions finished, an error
-    /// if the connection failed. The connection releases its delegate after this.
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?)
-}
-
-extension TCPConnectionDelegate {
-    public func connectionDidReadEOF(_ connection: TCPConnection) {}
-    public func connectionDidBecomeWritable(_ connection: TCPConnection) {}
-}
-
 /// A non-blocking TCP byte stream owned by one `EventLoop`; use it only on that loop's thread.
 /// A unix-domain stream (from `UnixListener`, or `connect` to a `.unix` address) works the
 /// same way, without TCP_NODELAY.
@@ -30,12 +9,12 @@ extension TCPConnectionDelegate {
 /// is set and reading is not paused (so a connection handed between owners loses nothing).
 /// Writes are sent at once when possible; the rest is queued (bounded by `writeQueueLimit`)
 /// and flushed with vectored `sendmsg` when the socket becomes writable.
-public final class TCPConnection {
+public final class TCPConnection: ByteStream {
     /// Watermarks and limits of the write queue, in bytes.
     public struct WriteLimits: Hashable, Sendable {
         /// `isWritable` turns false at or above this many queued bytes.
         public var highWatermark: Int
-        /// `connectionDidBecomeWritable` fires when the queue drains to this many bytes.
+        /// `streamDidBecomeWritable` fires when the queue drains to this many bytes.
         public var lowWatermark: Int
         /// `write` refuses bytes that would take the queue past this.
         public var limit: Int
@@ -60,7 +39,7 @@ public final class TCPConnection {
     /// The loop that owns the socket.
     public let loop: EventLoop
     /// Receives reads, EOF, writability and the close. Setting it may start reading.
-    public var delegate: (any TCPConnectionDelegate)? {
+    public var delegate: (any ByteStreamDelegate)? {
         didSet { updateInterest() }
     }
     /// The write queue's bounds.
@@ -192,25 +171,18 @@ public final class TCPConnection {
         if case .open = state { true } else { false }
     }
 
-    /// Sends `bytes`, queueing what the kernel does not take now. Throws `.closed` after a
-    /// close or shutdownWrite, `.writeBufferFull` (queueing nothing) past `writeLimits.limit`.
-    /// A send failure closes the connection and is reported through the delegate.
-    public func write(_ bytes: [UInt8]) throws(NetError) {
-        let outcome = bytes.withUnsafeBytes { raw in
-            Result { () throws(NetError) in try write(raw) }
-        }
-        try outcome.get()
-    }
-
-    /// Sends `bytes` (copied only if the kernel does not take them all now); see `write(_:)`.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+    /// Sends `bytes`, queueing (a copy of) what the kernel does not take now. Throws
+    /// `.io(.closed)` after a close or shutdownWrite, `.io(.writeBufferFull)` (queueing
+    /// nothing) past `writeLimits.limit`. A send failure closes the connection and is
+    /// reported through the delegate.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         loop.preconditionInEventLoop()
         guard case .open = state, !writeShutdownRequested, !closeRequested else {
-            throw NetError(.closed, call: "write", message: "connection is closed for writing")
+            throw .io(NetError(.closed, call: "write", message: "connection is closed for writing"))
         }
         guard !bytes.isEmpty else { return }
         guard bytes.count <= writeLimits.limit - queue.count else {
-            throw NetError(.writeBufferFull, call: "write", message: "write queue limit reached")
+            throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
         }
         var offset = 0
         if queue.isEmpty {
@@ -365,11 +337,11 @@ public final class TCPConnection {
             case .processed(0):
                 readEOF = true
                 updateInterest()
-                delegate?.connectionDidReadEOF(self)
+                delegate?.streamDidReachEnd(self, clean: true)
                 closeIfBothDirectionsDone()
                 return
             case .processed(let count):
-                delegate?.connection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                delegate?.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                 guard wantsRead, case .open = state, count == buffer.count else { return }
             }
         }
@@ -409,7 +381,7 @@ public final class TCPConnection {
         updateInterest()
         if owesWritableNotice && queue.count <= writeLimits.lowWatermark {
             owesWritableNotice = false
-            delegate?.connectionDidBecomeWritable(self)
+            delegate?.streamDidBecomeWritable(self)
         }
     }
 
@@ -439,7 +411,7 @@ public final class TCPConnection {
             guard case .open = state, let delegate, !readPaused, !unread.isEmpty else { return }
             let bytes = unread
             unread = []
-            bytes.withUnsafeBytes { delegate.connection(self, didRead: $0) }
+            bytes.withUnsafeBytes { delegate.stream(self, didRead: $0) }
             updateInterest()
         }
     }
@@ -463,7 +435,7 @@ public final class TCPConnection {
         loop.enqueue { [self] in
             let delegate = self.delegate
             self.delegate = nil
-            delegate?.connection(self, didCloseWith: error)
+            delegate?.stream(self, didCloseWith: error.map(TransportError.io))
         }
     }
 }

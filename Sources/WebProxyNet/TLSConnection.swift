@@ -1,25 +1,3 @@
-/// Receives a `TLSConnection`'s events on its loop thread.
-public protocol TLSConnectionDelegate: AnyObject {
-    /// Plaintext arrived. The buffer is the connection's and valid only during this call.
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer)
-    /// The peer finished sending: `clean` after its close_notify, false when TCP ended
-    /// without one (a truncation). The connection can still write; close it when done.
-    /// Default: close.
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool)
-    /// Everything queued was handed to TCP after a write took the queue past the high
-    /// watermark. Default: nothing.
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection)
-    /// The last call: nil after `close()`, `abort()` or `drop()`, the failure otherwise.
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?)
-}
-
-extension TLSConnectionDelegate {
-    public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
-        connection.close()
-    }
-    public func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {}
-}
-
 /// A `TCPConnection` and a `TLSEngine` on one loop: a plaintext byte stream with the same
 /// shape as `TCPConnection` (reads, backpressure, writability, EOF, close).
 ///
@@ -28,7 +6,7 @@ extension TLSConnectionDelegate {
 /// encrypted from the caller's bytes while TCP is below its high watermark and copied into
 /// a bounded queue only when it is not. Reading from the socket stops while the delegate
 /// has paused or is not set, so ciphertext never piles up beyond one read.
-public final class TLSConnection {
+public final class TLSConnection: ByteStream {
     private enum Phase {
         case handshaking
         case open
@@ -40,7 +18,7 @@ public final class TLSConnection {
     /// The TLS state machine (negotiated ALPN, protocol version, peer certificate…).
     public let engine: TLSEngine
     /// Receives plaintext and the close. Setting it starts delivery.
-    public var delegate: (any TLSConnectionDelegate)? {
+    public var delegate: (any ByteStreamDelegate)? {
         didSet { scheduleDelivery() }
     }
     /// Bounds of the plaintext write queue (which counts what TCP still holds).
@@ -161,14 +139,6 @@ public final class TLSConnection {
         }
         pending.append(UnsafeRawBufferPointer(rebasing: plaintext[offset...]))
         if queuedWriteBytes >= writeLimits.highWatermark { owesWritableNotice = true }
-    }
-
-    /// Encrypts and sends `plaintext` (see `write(_:)` for the raw-buffer form).
-    public func write(_ plaintext: [UInt8]) throws(TransportError) {
-        let outcome = plaintext.withUnsafeBytes { raw in
-            Result { () throws(TransportError) in try write(raw) }
-        }
-        try outcome.get()
     }
 
     /// Encrypts and sends `head` then `body` as one unit: both are taken, or (past
@@ -353,12 +323,12 @@ public final class TLSConnection {
             switch result {
             case .bytes(let count):
                 guard count > 0 else { return }
-                delegate.tlsConnection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                delegate.stream(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             case .wantRead:
                 return
             case .eof(let clean):
                 endOfStreamDelivered = true
-                delegate.tlsConnection(self, didReachEndOfStream: clean)
+                delegate.streamDidReachEnd(self, clean: clean)
                 return
             }
         }
@@ -401,7 +371,7 @@ public final class TLSConnection {
             do {
                 try tcp.write(ciphertext)
             } catch {
-                fail(.io(error))
+                fail(error)
                 return
             }
         }
@@ -433,7 +403,7 @@ public final class TLSConnection {
             finishClose()
         } else if owesWritableNotice && tcp.isWritable {
             owesWritableNotice = false
-            delegate?.tlsConnectionDidBecomeWritable(self)
+            delegate?.streamDidBecomeWritable(self)
         }
     }
 
@@ -455,7 +425,7 @@ public final class TLSConnection {
         if tcp.queuedWriteBytes == 0 { tcp.close() } else { tcp.abort() }
     }
 
-    fileprivate func tcpDidClose(_ error: NetError?) {
+    fileprivate func tcpDidClose(_ error: TransportError?) {
         guard phase != .closed else { return }
         phase = .closed
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
@@ -465,7 +435,7 @@ public final class TLSConnection {
         handshakeSilenceWatch = nil
         closeTimer = nil
         pending.removeAll()
-        let reported = failure ?? error.map { TransportError.io($0) }
+        let reported = failure ?? error
         if let completion = handshakeCompletion {
             handshakeCompletion = nil
             let peer = engine.serverName ?? "the client"
@@ -480,30 +450,30 @@ public final class TLSConnection {
         }
         let delegate = self.delegate
         self.delegate = nil
-        delegate?.tlsConnection(self, didCloseWith: reported)
+        delegate?.stream(self, didCloseWith: reported)
     }
 }
 
 /// TCP's delegate for a `TLSConnection`. It holds the connection strongly: an open socket
 /// keeps its TLS state alive, and the cycle ends when TCP releases its delegate on close.
-private final class TCPSide: TCPConnectionDelegate {
+private final class TCPSide: ByteStreamDelegate {
     let owner: TLSConnection
 
     init(owner: TLSConnection) { self.owner = owner }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         owner.tcpDidRead(bytes)
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
+    func streamDidReachEnd(_ stream: any ByteStream, clean: Bool) {
         owner.tcpDidReadEOF()
     }
 
-    func connectionDidBecomeWritable(_ connection: TCPConnection) {
+    func streamDidBecomeWritable(_ stream: any ByteStream) {
         owner.tcpDidBecomeWritable()
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
         owner.tcpDidClose(error)
     }
 }

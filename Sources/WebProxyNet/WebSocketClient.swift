@@ -38,7 +38,7 @@ public enum WebSocketClientError: Error, Equatable, Sendable, CustomStringConver
 
 /// Opens a client WebSocket: a fresh TLS connection (never pooled), an upgrade request
 /// offering exactly one subprotocol that must be echoed, then a `WebSocketEndpoint`.
-public final class WebSocketClient: TLSConnectionDelegate {
+public final class WebSocketClient: ByteStreamDelegate {
     /// What to ask for.
     public struct Configuration: Sendable {
         /// The request target (path and query).
@@ -206,20 +206,20 @@ public final class WebSocketClient: TLSConnectionDelegate {
         finish(.success(endpoint))
     }
 
-    // MARK: TLSConnectionDelegate (until the upgrade)
+    // MARK: ByteStreamDelegate (until the upgrade)
 
-    public func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    public func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         parser.receive(Array(plaintext))
         drainParser()
     }
 
-    public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    public func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         parser.receiveEndOfStream()
         drainParser()
         if completion.isPending { finish(.failure(.closedBeforeUpgrade(nil))) }
     }
 
-    public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    public func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         finish(.failure(.closedBeforeUpgrade(error)))
     }
 }

@@ -27,7 +27,7 @@ extension WebSocketEndpointDelegate {
 ///
 /// Nothing is read until a delegate is set, so no message is lost between the upgrade and
 /// the owner taking over.
-public final class WebSocketEndpoint: TLSConnectionDelegate {
+public final class WebSocketEndpoint: ByteStreamDelegate {
     /// Which end this is.
     public var role: WebSocketRole { machine.role }
     /// Receives messages and the close. Reading starts once it is set.
@@ -184,23 +184,23 @@ public final class WebSocketEndpoint: TLSConnectionDelegate {
         delegate?.webSocket(self, didCloseWith: outcome)
     }
 
-    // MARK: TLSConnectionDelegate
+    // MARK: ByteStreamDelegate
 
-    public func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    public func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         perform(machine.receive(plaintext))
     }
 
-    public func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    public func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         perform(machine.receiveEndOfStream())
         tls.close()
     }
 
-    public func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+    public func streamDidBecomeWritable(_ connection: any ByteStream) {
         guard !finished else { return }
         delegate?.webSocketDidDrain(self)
     }
 
-    public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    public func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         transportError = error
         guard !finished else { return }
         perform(machine.receiveEndOfStream())

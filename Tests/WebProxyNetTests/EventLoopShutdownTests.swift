@@ -4,12 +4,12 @@ import WebProxyTestSupport
 @testable import WebProxyNet
 
 /// A delegate that holds its connection, as the daemon's and the tests' delegates do.
-private final class CyclicDelegate: TCPConnectionDelegate {
+private final class CyclicDelegate: ByteStreamDelegate {
     var connection: TCPConnection?
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
-    func connectionDidReadEOF(_ connection: TCPConnection) {}
-    func connectionDidBecomeWritable(_ connection: TCPConnection) {}
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {}
+    func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {}
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {}
+    func streamDidBecomeWritable(_ connection: any ByteStream) {}
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {}
 }
 
 @Suite struct EventLoopShutdownTests {

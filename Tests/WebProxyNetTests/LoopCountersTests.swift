@@ -30,12 +30,8 @@ import WebProxyTestSupport
         let body = payload(2 << 20, seed: 9)
         try await withLoopAndResolver { loop, resolver in
             let counters: LoopCounters = try await onLoop(loop, timeout: .seconds(30)) { done in
-                let server = try startTestServer(
-                    on: loop, context: tls.server,
-                    configuration: HTTPServer.Configuration(parserLimits: HTTPParserLimits(maxBodyBytes: 4 << 20))
-                ) { _, responder in
-                    responder.respond(
-                        HTTPResponseHead(status: 200, reason: "OK", headers: [("Connection", "close")]), body: body)
+                let server = try startTestServer(on: loop, context: tls.server) { _, responder in
+                    responder.respond(HTTPResponseHead(status: 200, reason: "OK", headers: [("Connection", "close")]), body: body)
                 }
                 let request = Array("GET / HTTP/1.1\r\nHost: proxy.example.com\r\n\r\n".utf8)
                 _ = SecureDialer(context: tls.client).connect(to: endpoint(of: server), on: loop, resolver: resolver) {

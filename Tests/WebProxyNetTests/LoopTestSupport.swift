@@ -22,8 +22,8 @@ let hasIPv6Loopback: Bool = {
     return (try? Syscall.bind(fd, to: .loopbackIPv6(port: 0))) != nil
 }()
 
-/// A delegate that records everything a connection reports and calls hooks.
-final class RecordingDelegate: TCPConnectionDelegate {
+/// A delegate that records everything a TCP connection reports and calls hooks.
+final class RecordingDelegate: ByteStreamDelegate {
     var received: [UInt8] = []
     var sawEOF = false
     var closeError: NetError??
@@ -32,25 +32,38 @@ final class RecordingDelegate: TCPConnectionDelegate {
     var onWritable: ((TCPConnection) -> Void)?
     var onClose: ((NetError?) -> Void)?
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         let chunk = Array(bytes)
         received += chunk
-        onRead?(connection, chunk)
+        onRead?(tcp(stream), chunk)
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
+    func streamDidReachEnd(_ stream: any ByteStream, clean: Bool) {
         sawEOF = true
-        onEOF?(connection)
+        onEOF?(tcp(stream))
     }
 
-    func connectionDidBecomeWritable(_ connection: TCPConnection) {
-        onWritable?(connection)
+    func streamDidBecomeWritable(_ stream: any ByteStream) {
+        onWritable?(tcp(stream))
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+        let error = error.map(socketError)
         closeError = .some(error)
         onClose?(error)
     }
+}
+
+/// The TCP connection these test delegates serve (they are set on nothing else).
+func tcp(_ stream: any ByteStream) -> TCPConnection {
+    guard let connection = stream as? TCPConnection else { preconditionFailure("a test delegate of TCP streams got \(stream)") }
+    return connection
+}
+
+/// A TCP stream fails only at the socket: its `.io` error.
+func socketError(_ error: TransportError) -> NetError {
+    guard case .io(let error) = error else { preconditionFailure("TCP reported \(error)") }
+    return error
 }
 
 extension RecordingDelegate {
@@ -73,21 +86,21 @@ extension RecordingDelegate {
 
 /// Echoes what it reads, pausing reads while its write queue is above the high watermark,
 /// and half-closes after the peer's EOF.
-final class EchoDelegate: TCPConnectionDelegate {
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
-        try? connection.write(Array(bytes))
-        if !connection.isWritable { connection.pauseReading() }
+final class EchoDelegate: ByteStreamDelegate {
+    func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        try? stream.write(Array(bytes))
+        if !stream.isWritable { stream.pauseReading() }
     }
 
-    func connectionDidBecomeWritable(_ connection: TCPConnection) {
-        connection.resumeReading()
+    func streamDidBecomeWritable(_ stream: any ByteStream) {
+        stream.resumeReading()
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
-        connection.shutdownWrite()
+    func streamDidReachEnd(_ stream: any ByteStream, clean: Bool) {
+        tcp(stream).shutdownWrite()
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {}
+    func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {}
 }
 
 /// Starts an echo listener on `address`; its connections live until the loop stops.

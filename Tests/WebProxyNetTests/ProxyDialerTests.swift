@@ -30,7 +30,7 @@ final class TestProxy {
     var address: SocketAddress { listener!.localAddress }
 
     /// One client connection: the handshake, then a byte relay both ways.
-    final class Session: TCPConnectionDelegate {
+    final class Session: ByteStreamDelegate {
         let proxy: TestProxy
         let client: TCPConnection
         var buffer: [UInt8] = []
@@ -42,7 +42,7 @@ final class TestProxy {
             self.client = client
         }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             if let relay {
                 try? relay.write(Array(bytes))
                 return
@@ -54,12 +54,12 @@ final class TestProxy {
             }
         }
 
-        func connectionDidReadEOF(_ connection: TCPConnection) {
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
             relay?.shutdownWrite()
             if relay == nil { connection.close() }
         }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
             relay?.close()
         }
 
@@ -124,22 +124,22 @@ final class TestProxy {
     }
 
     /// Copies one direction of the relay.
-    final class Forwarder: TCPConnectionDelegate {
+    final class Forwarder: ByteStreamDelegate {
         let target: TCPConnection
 
         init(to target: TCPConnection) {
             self.target = target
         }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             try? target.write(Array(bytes))
         }
 
-        func connectionDidReadEOF(_ connection: TCPConnection) {
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
             target.shutdownWrite()
         }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
             target.close()
         }
     }

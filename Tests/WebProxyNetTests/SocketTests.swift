@@ -77,7 +77,8 @@ import WebProxyTestSupport
                     connection.delegate = client
                     try? connection.write(Array("hello".utf8))
                     connection.shutdownWrite()
-                    #expect(throws: NetError.self) { try connection.write([1]) }
+                    let refused = #expect(throws: TransportError.self) { try connection.write([1]) }
+                    #expect(refused.map(socketError)?.code == .closed)
                     client.onClose = { error in
                         #expect(error == nil)
                         #expect(client.sawEOF)
@@ -199,20 +200,20 @@ import WebProxyTestSupport
                     let chunk = patternBytes(4096)
                     // The kernel takes the first writes; keep going until the queue fills.
                     for _ in 0..<10_000 {
-                        do throws(NetError) {
+                        do throws(TransportError) {
                             try connection.write(chunk)
                         } catch {
-                            errors.append(error)
+                            errors.append(socketError(error))
                             break
                         }
                     }
                     #expect(!connection.isWritable)
                     #expect(connection.queuedWriteBytes <= 4096)
                     connection.abort()
-                    do throws(NetError) {
+                    do throws(TransportError) {
                         try connection.write([1])
                     } catch {
-                        errors.append(error)
+                        errors.append(socketError(error))
                     }
                     done(errors)
                 }

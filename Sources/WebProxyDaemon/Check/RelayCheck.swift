@@ -381,7 +381,7 @@ final class RelayCheck: @unchecked Sendable {
     }
 
     /// The probe's TCP connection to the daemon's listener, on the check's loop.
-    private final class ProbeStream: TCPConnectionDelegate, @unchecked Sendable {
+    private final class ProbeStream: ByteStreamDelegate, @unchecked Sendable {
         private var probe: MTProxyProbe
         private let loop: EventLoop
         private let timeout: Duration
@@ -423,19 +423,19 @@ final class RelayCheck: @unchecked Sendable {
             }
         }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             if outcome.firstAnswer == nil { outcome.firstAnswer = .now }
             guard !finished, let answer = probe.receive(Array(bytes)) else { return }
             outcome.answer = answer
             end(failure: nil)
         }
 
-        func connectionDidReadEOF(_ connection: TCPConnection) {
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
             if outcome.firstAnswer == nil { outcome.firstAnswer = .now }
             end(failure: "the relay closed the stream without an answer: its MTProxy backend is unreachable or refused the connection")
         }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
             end(failure: error.map { "the stream failed: \($0)" } ?? "the stream closed")
         }
 

@@ -29,28 +29,28 @@ final class OneShotClients<Reader: OneShotRequestReader> {
         self.makeReader = makeReader
     }
 
-    /// Serves a connection the listener accepted.
-    func accept(_ tcp: TCPConnection) {
+    /// Serves a connection the listener accepted (TCP, unix-domain, or TLS over either).
+    func accept(_ stream: any ByteStream) {
         guard clients.count < maxClients else {
-            tcp.abort()
+            stream.abort()
             return
         }
-        let client = OneShotClient(tcp: tcp, reader: makeReader(), owner: self)
+        let client = OneShotClient(stream: stream, reader: makeReader(), owner: self)
         clients[ObjectIdentifier(client)] = client
         client.deadline = loop.scheduleTimer(after: deadline) { [weak self, weak client] in
             guard let client else { return }
             client.deadline = nil
-            client.tcp.abort()
+            client.stream.abort()
             self?.finished(client)
         }
-        tcp.delegate = client
+        stream.delegate = client
     }
 
     /// Resets every client.
     func abortAll() {
         for client in clients.values {
             if let timer = client.deadline { loop.cancelTimer(timer) }
-            client.tcp.abort()
+            client.stream.abort()
         }
         clients = [:]
     }
@@ -63,46 +63,46 @@ final class OneShotClients<Reader: OneShotRequestReader> {
 }
 
 /// One client's connection and its reader, until the answer is out or the deadline passed.
-private final class OneShotClient<Reader: OneShotRequestReader>: TCPConnectionDelegate {
-    let tcp: TCPConnection
+private final class OneShotClient<Reader: OneShotRequestReader>: ByteStreamDelegate {
+    let stream: any ByteStream
     var reader: Reader
     weak var owner: OneShotClients<Reader>?
     var deadline: TimerID?
     private var answered = false
 
-    init(tcp: TCPConnection, reader: Reader, owner: OneShotClients<Reader>) {
-        self.tcp = tcp
+    init(stream: any ByteStream, reader: Reader, owner: OneShotClients<Reader>) {
+        self.stream = stream
         self.reader = reader
         self.owner = owner
     }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         guard !answered, let answer = reader.receive(bytes) else { return }
         send(answer)
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         guard !answered else { return }
         if let answer = reader.receiveEnd() {
             send(answer)
         } else {
             answered = true
-            tcp.close()
+            stream.close()
         }
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         owner?.finished(self)
     }
 
     private func send(_ answer: [UInt8]) {
         answered = true
-        tcp.pauseReading()
+        stream.pauseReading()
         do {
-            try tcp.write(answer)
-            tcp.close()
+            try stream.write(answer)
+            stream.close()
         } catch {
-            tcp.abort()
+            stream.abort()
         }
     }
 }

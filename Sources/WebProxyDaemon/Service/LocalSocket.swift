@@ -4,7 +4,7 @@ import WebProxySession
 /// The shell's side of one accepted local (Telegram) connection: the socket, the bytes read
 /// but not yet allowed through to the session (at most one read chunk: reading pauses while
 /// any are held), and the count of relay bytes the kernel has taken, for `localWritten`.
-final class LocalSocket: TCPConnectionDelegate {
+final class LocalSocket: ByteStreamDelegate {
     /// Bytes held back for want of read allowance; reading pauses at this many.
     static let inboxLimit = EventLoop.readChunkSize
 
@@ -64,24 +64,24 @@ final class LocalSocket: TCPConnectionDelegate {
         return max(0, accepted - reported)
     }
 
-    // MARK: TCPConnectionDelegate
+    // MARK: ByteStreamDelegate
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         inbox.append(contentsOf: bytes)
         updateReading()
         owner?.localDataArrived(id)
     }
 
-    func connectionDidReadEOF(_ connection: TCPConnection) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         eofPending = true
         owner?.localDataArrived(id)
     }
 
-    func connectionDidBecomeWritable(_ connection: TCPConnection) {
+    func streamDidBecomeWritable(_ connection: any ByteStream) {
         owner?.localDrained(id)
     }
 
-    func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         owner?.localClosed(id, failed: error != nil)
     }
 }

@@ -6,7 +6,7 @@
 /// another connection; any other failure completes the request like HTTP/1.1 would. Liveness
 /// is checked with PING, as Chromium does: before a request on a connection that has heard
 /// nothing for `prePingAfter`, and after a request timed out.
-final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
+final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     /// One request in flight.
     private struct Stream {
         let task: HTTPClientTask
@@ -219,7 +219,7 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         lastReceived = tls.loop.now
         if let pingTimer {
             tls.loop.cancelTimer(pingTimer)
@@ -237,15 +237,15 @@ final class HTTP2ClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         if !session.isAlive { tls.close() }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         tls.close()
     }
 
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+    func streamDidBecomeWritable(_ connection: any ByteStream) {
         flush()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         isClosed = true
         for entry in takeAllStreams() {
             let failure =

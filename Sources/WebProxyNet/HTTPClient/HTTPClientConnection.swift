@@ -1,6 +1,6 @@
 /// One pooled keep-alive connection of an `HTTPClient`: sends one request at a time and
 /// parses its response with `HTTPResponseParser`.
-final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
+final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private weak var client: HTTPClient?
     private let tls: TLSConnection
     private var parser: HTTPResponseParser
@@ -100,9 +100,9 @@ final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         }
     }
 
-    // MARK: TLSConnectionDelegate
+    // MARK: ByteStreamDelegate
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         guard current != nil else {
             // Bytes nobody asked for: the connection cannot be trusted to frame responses.
             tls.abort()
@@ -113,7 +113,7 @@ final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         drainParser()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         guard current != nil else {
             tls.close()
             return
@@ -123,11 +123,11 @@ final class HTTPClientConnection: TLSConnectionDelegate, HTTPRequestCarrier {
         tls.close()
     }
 
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+    func streamDidBecomeWritable(_ connection: any ByteStream) {
         if current != nil { sendOutgoing() }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         isClosed = true
         cancelIdleTimer()
         stopSilenceWatch()

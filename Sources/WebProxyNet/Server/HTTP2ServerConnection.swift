@@ -1,7 +1,7 @@
 /// One accepted HTTPS connection of an `HTTPServer` whose client chose h2: every stream is a
 /// request handed to the server's handler with a responder, answered in any order. It
 /// announces what a Go front such as Caddy does (250 streams, 1 MiB stream windows).
-final class HTTP2ServerConnection: TLSConnectionDelegate {
+final class HTTP2ServerConnection: ByteStreamDelegate {
     /// A request being received, then waiting for its answer.
     private struct Exchange {
         var fields: [HTTPField] = []
@@ -178,7 +178,7 @@ final class HTTP2ServerConnection: TLSConnectionDelegate {
         idleTimer = nil
     }
 
-    // MARK: TLSConnectionDelegate
+    // MARK: ByteStreamDelegate
 
     private func flush() {
         while tls.isWritable {
@@ -191,7 +191,7 @@ final class HTTP2ServerConnection: TLSConnectionDelegate {
         }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         do throws(HTTP2Error) {
             try session.receive(plaintext)
         } catch {
@@ -204,15 +204,15 @@ final class HTTP2ServerConnection: TLSConnectionDelegate {
         if !session.isAlive { tls.close() }
     }
 
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+    func streamDidBecomeWritable(_ connection: any ByteStream) {
         flush()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         tls.close()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         cancelIdleTimer()
         let waiting = exchanges.values.compactMap(\.responder)
         exchanges.removeAll()

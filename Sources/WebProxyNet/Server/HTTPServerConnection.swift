@@ -1,6 +1,6 @@
 /// One accepted HTTPS connection of an `HTTPServer`: parses requests one at a time and
 /// hands each to the server's handler with a responder.
-final class HTTPServerConnection: TLSConnectionDelegate, HTTPResponseSink {
+final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
     private weak var server: HTTPServer?
     private let tls: TLSConnection
     private let number: Int
@@ -162,9 +162,9 @@ final class HTTPServerConnection: TLSConnectionDelegate, HTTPResponseSink {
         idleTimer = nil
     }
 
-    // MARK: TLSConnectionDelegate
+    // MARK: ByteStreamDelegate
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         parser.receive(Array(plaintext))
         if isBusy {
             bytesWhileBusy += plaintext.count
@@ -174,11 +174,11 @@ final class HTTPServerConnection: TLSConnectionDelegate, HTTPResponseSink {
         processRequests()
     }
 
-    func tlsConnectionDidBecomeWritable(_ connection: TLSConnection) {
+    func streamDidBecomeWritable(_ connection: any ByteStream) {
         if !outgoing.isEmpty { continueResponse() }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         // The client is gone: a parked request hears of it through the close.
         if !isBusy {
             parser.receiveEndOfStream()
@@ -187,7 +187,7 @@ final class HTTPServerConnection: TLSConnectionDelegate, HTTPResponseSink {
         tls.close()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         cancelIdleTimer()
         let responder = self.responder
         self.responder = nil

@@ -11,10 +11,9 @@ public final class EchoBackend {
 
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: TCPConnection] = [:]
-    private let handler = Handler()
 
     /// Bytes echoed so far, across connections (for tests).
-    public var echoedByteCount: Int { handler.echoed }
+    public private(set) var echoedByteCount = 0
 
     private init(loop: EventLoop, localAddress: SocketAddress) {
         self.loop = loop
@@ -32,9 +31,6 @@ public final class EchoBackend {
         }
         let echo = EchoBackend(loop: loop, localAddress: listener.localAddress)
         echo.listener = listener
-        echo.handler.closed = { [weak echo] connection in
-            echo?.connections[ObjectIdentifier(connection)] = nil
-        }
         box.echo = echo
         return echo
     }
@@ -49,18 +45,23 @@ public final class EchoBackend {
 
     private func accepted(_ connection: TCPConnection) {
         connections[ObjectIdentifier(connection)] = connection
-        connection.delegate = handler
+        connection.delegate = Echo(connection: connection, backend: self)
     }
 
-    /// Echoes for every connection (the connections are told apart by their identity).
-    private final class Handler: TCPConnectionDelegate {
-        var echoed = 0
-        var closed: ((TCPConnection) -> Void)?
+    /// Echoes one connection.
+    private final class Echo: ByteStreamDelegate {
+        let connection: TCPConnection
+        weak var backend: EchoBackend?
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        init(connection: TCPConnection, backend: EchoBackend) {
+            self.connection = connection
+            self.backend = backend
+        }
+
+        func stream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             do {
                 try connection.write(bytes)
-                echoed += bytes.count
+                backend?.echoedByteCount += bytes.count
             } catch {
                 connection.abort()
                 return
@@ -68,16 +69,16 @@ public final class EchoBackend {
             if !connection.isWritable { connection.pauseReading() }
         }
 
-        func connectionDidReadEOF(_ connection: TCPConnection) {
+        func streamDidReachEnd(_ stream: any ByteStream, clean: Bool) {
             connection.shutdownWrite()
         }
 
-        func connectionDidBecomeWritable(_ connection: TCPConnection) {
+        func streamDidBecomeWritable(_ stream: any ByteStream) {
             connection.resumeReading()
         }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
-            closed?(connection)
+        func stream(_ stream: any ByteStream, didCloseWith error: TransportError?) {
+            backend?.connections[ObjectIdentifier(connection)] = nil
         }
     }
 }

@@ -578,8 +578,8 @@ extension TestRelayServer: WebSocketEndpointDelegate {
     }
 }
 
-extension TestRelayServer: TCPConnectionDelegate {
-    public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+extension TestRelayServer: ByteStreamDelegate {
+    public func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         guard let backend = backendIDs[ObjectIdentifier(connection)] else { return }
         let chunk = max(1, engine.configuration.limits.backendReadChunk)
         var offset = 0
@@ -591,19 +591,19 @@ extension TestRelayServer: TCPConnectionDelegate {
         }
     }
 
-    public func connectionDidReadEOF(_ connection: TCPConnection) {
+    public func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         guard let backend = backendIDs[ObjectIdentifier(connection)] else { return }
         dispatch { engine, now in engine.backendEnded(backend, now: now) }
     }
 
-    public func connectionDidBecomeWritable(_ connection: TCPConnection) {
+    public func streamDidBecomeWritable(_ connection: any ByteStream) {
         guard let backend = backendIDs[ObjectIdentifier(connection)],
             let link = backendLinks[backend]
         else { return }
         reportDrained(backend, link: link)
     }
 
-    public func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {
+    public func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         let key = ObjectIdentifier(connection)
         guard let backend = backendIDs.removeValue(forKey: key) else { return }
         guard backendLinks.removeValue(forKey: backend) != nil else { return }

@@ -77,14 +77,14 @@ final class FakeDCBackend {
         handlers = [:]
     }
 
-    private final class Handler: TCPConnectionDelegate {
+    private final class Handler: ByteStreamDelegate {
         let secret: ProxySecret
         var received: [UInt8] = []
         var server: MTProxyServerSide?
 
         init(secret: ProxySecret) { self.secret = secret }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
             received += Array(bytes)
             if server == nil {
                 guard received.count >= 64 else { return }
@@ -107,6 +107,8 @@ final class FakeDCBackend {
             try? connection.write(server.packet(MTProxyServerSide.resPQ(nonce: Array(message[24..<40]))))
         }
 
-        func connection(_ connection: TCPConnection, didCloseWith error: NetError?) {}
+        func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {}
+
+        func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {}
     }
 }

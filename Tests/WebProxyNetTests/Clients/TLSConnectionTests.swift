@@ -4,24 +4,24 @@ import WebProxyTestSupport
 @testable import WebProxyNet
 
 /// Records a `TLSConnection`'s plaintext and end; pauses reading on request.
-final class PlaintextRecorder: TLSConnectionDelegate {
+final class PlaintextRecorder: ByteStreamDelegate {
     var received: [UInt8] = []
     var end: Bool?
     var closeError: TransportError??
-    var onRead: ((TLSConnection) -> Void)?
+    var onRead: ((any ByteStream) -> Void)?
     var onClose: (() -> Void)?
 
-    func tlsConnection(_ connection: TLSConnection, didRead plaintext: UnsafeRawBufferPointer) {
+    func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         received += plaintext
         onRead?(connection)
     }
 
-    func tlsConnection(_ connection: TLSConnection, didReachEndOfStream clean: Bool) {
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         end = clean
         connection.close()
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TransportError?) {
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
         closeError = .some(error)
         onClose?()
     }
