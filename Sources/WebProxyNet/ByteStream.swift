@@ -1,7 +1,8 @@
 /// An ordered byte stream on one event loop: a `TCPConnection` (or unix-domain stream), or
-/// a `TLSConnection` over one. The HTTP/1.1 and h2 connections, the WebSocket endpoint and
-/// the daemon's local, control and metrics sockets are written against this, so each runs
-/// over either. Use it on its loop's thread only.
+/// a `TLSConnection` over one. What is written against it runs over either: the daemon's
+/// control and metrics endpoints, the benchmark's tunnel. (The HTTP and WebSocket
+/// connections still hold a `TLSConnection`, for its ALPN, resumption and `drop()`.) Use it
+/// on its loop's thread only.
 public protocol ByteStream: AnyObject {
     /// The loop that owns the stream.
     var loop: EventLoop { get }

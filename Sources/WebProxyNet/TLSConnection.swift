@@ -1,5 +1,5 @@
-/// A `TCPConnection` and a `TLSEngine` on one loop: a plaintext byte stream with the same
-/// shape as `TCPConnection` (reads, backpressure, writability, EOF, close).
+/// A `TCPConnection` and a `TLSEngine` on one loop: a plaintext `ByteStream` (reads,
+/// backpressure, writability, the peer's end, close).
 ///
 /// Ciphertext goes from the loop's read buffer straight into the engine; plaintext is
 /// decrypted into one buffer per connection and handed to the delegate. Writes are
