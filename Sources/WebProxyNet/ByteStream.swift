@@ -1,8 +1,8 @@
 /// An ordered byte stream on one event loop: a `TCPConnection` (or unix-domain stream), or
-/// a `TLSConnection` over one. What is written against it runs over either: the daemon's
-/// control and metrics endpoints, the benchmark's tunnel. (The HTTP and WebSocket
-/// connections still hold a `TLSConnection`, for its ALPN, resumption and `drop()`.) Use it
-/// on its loop's thread only.
+/// a `TLSConnection` over one. Everything above it runs over either: HTTP/1.1 and HTTP/2
+/// (client and server), WebSocket, the control and metrics endpoints, the benchmark's
+/// tunnel. What only TLS knows (ALPN, the SNI name, resumption) is read once, where the
+/// handshake finished, and handed on as values. Use it on its loop's thread only.
 public protocol ByteStream: AnyObject {
     /// The loop that owns the stream.
     var loop: EventLoop { get }
@@ -23,11 +23,18 @@ public protocol ByteStream: AnyObject {
     /// Sends `bytes`, queueing (a copy of) what cannot go now. Throws `.io(.closed)` once
     /// closing, `.io(.writeBufferFull)` (taking nothing) past the write limit.
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
+    /// Sends `head` then `body` as one unit: both are taken, or (past the write limit)
+    /// neither. A stream that frames its bytes keeps a short head out of a frame of its own.
+    func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError)
     /// Stops delivering reads (backpressure) until `resumeReading()`.
     func pauseReading()
     func resumeReading()
     /// Closes gracefully: what is queued goes first (then TLS close_notify), then FIN.
     func close()
+    /// Ends at once with FIN after what the kernel already holds: queued bytes are dropped,
+    /// and TLS sends no close_notify, so the peer sees a truncated stream (how the reference
+    /// relay drops a WebSocket).
+    func drop()
     /// Closes at once: queued bytes are dropped and the peer gets RST.
     func abort()
 }

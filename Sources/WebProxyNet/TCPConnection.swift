@@ -202,6 +202,16 @@ public final class TCPConnection: ByteStream {
         updateInterest()
     }
 
+    /// Sends `head` then `body`, both or (past `writeLimits.limit`) neither.
+    public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
+        loop.preconditionInEventLoop()
+        guard head.count + body.count <= writeLimits.limit - queue.count else {
+            throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
+        }
+        try write(head)
+        try write(body)
+    }
+
     /// Stops delivering reads (backpressure) until `resumeReading()`.
     public func pauseReading() {
         loop.preconditionInEventLoop()
@@ -234,6 +244,12 @@ public final class TCPConnection: ByteStream {
         guard case .open = state, !closeRequested else { return }
         closeRequested = true
         if queue.isEmpty { closeNow(nil) } else { updateInterest() }
+    }
+
+    /// Closes at once with FIN after what the kernel holds; queued bytes are dropped.
+    public func drop() {
+        loop.preconditionInEventLoop()
+        closeNow(nil)
     }
 
     /// Closes at once with SO_LINGER 0: queued bytes are dropped and the peer gets RST.

@@ -200,7 +200,7 @@ public final class WebSocketClient: ByteStreamDelegate {
             return
         }
         let endpoint = WebSocketEndpoint(
-            tls: tls,
+            transport: tls, isSessionResumed: tls.engine.isSessionResumed,
             machine: WebSocketConnection(clientWithMasks: .openSSL(), maxMessageBytes: configuration.maxMessageBytes),
             leftover: parser.takeUnparsedBytes(), closeTimeout: configuration.closeTimeout)
         finish(.success(endpoint))

@@ -20,7 +20,7 @@ extension WebSocketEndpointDelegate {
     public func webSocketDidDrain(_ endpoint: WebSocketEndpoint) {}
 }
 
-/// An open WebSocket (client or server side) over a `TLSConnection`: one binary message per
+/// An open WebSocket (client or server side) over a `ByteStream`: one binary message per
 /// `send`, received messages up to the machine's cap, automatic Pongs (the delegate still
 /// hears of each Ping), the close handshake
 /// with a deadline, and an abrupt end reported as `.endOfStream`.
@@ -39,36 +39,41 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
     /// The transport failure that ended the WebSocket, if any.
     public private(set) var transportError: TransportError?
 
-    private let tls: TLSConnection
+    private let transport: any ByteStream
     private var machine: WebSocketConnection
     private var leftover: [UInt8]
     private var started = false
     private var finished = false
     private var closeTimer: TimerID?
 
-    /// Whether the socket's TLS handshake resumed an earlier session.
-    public var isSessionResumed: Bool { tls.engine.isSessionResumed }
+    /// Whether the client's TLS handshake resumed an earlier session; false on a server's
+    /// endpoint and without TLS.
+    public let isSessionResumed: Bool
 
-    init(tls: TLSConnection, machine: WebSocketConnection, leftover: [UInt8], closeTimeout: Duration) {
-        self.tls = tls
+    init(
+        transport: any ByteStream, isSessionResumed: Bool = false, machine: WebSocketConnection, leftover: [UInt8],
+        closeTimeout: Duration
+    ) {
+        self.transport = transport
+        self.isSessionResumed = isSessionResumed
         self.machine = machine
         self.leftover = leftover
         self.closeTimeout = closeTimeout
-        tls.pauseReading()
-        tls.delegate = self
+        transport.pauseReading()
+        transport.delegate = self
     }
 
     /// The loop the endpoint lives on.
-    public var loop: EventLoop { tls.loop }
+    public var loop: EventLoop { transport.loop }
     /// Open, closing (our Close sent) or closed.
     public var state: WebSocketConnectionState { machine.state }
     /// Bytes accepted by `send` and not yet taken by the kernel (TLS framing included).
-    public var bufferedByteCount: Int { tls.queuedWriteBytes }
+    public var bufferedByteCount: Int { transport.queuedWriteBytes }
     /// False while `bufferedByteCount` is at or above the high watermark; wait for
     /// `webSocketDidDrain` before sending more.
-    public var isWritable: Bool { tls.isWritable }
+    public var isWritable: Bool { transport.isWritable }
     /// The peer's address.
-    public var remoteAddress: SocketAddress { tls.remoteAddress }
+    public var remoteAddress: SocketAddress { transport.remoteAddress }
 
     /// Sends one binary message. Throws `.io(.closed)` once closing, `.io(.writeBufferFull)`
     /// (sending nothing) when the send queue limit would be passed. The peer's Close can
@@ -78,60 +83,61 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
     /// The message is framed in place (header written first, payload masked where it
     /// is), so handing over the only reference saves a copy.
     public func send(_ message: consuming [UInt8]) throws(TransportError) {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         var payload = message
         guard !finished, let header = machine.sendBinaryInPlace(&payload) else {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
         }
-        try tls.write(header, payload)
-        tls.loop.tally.webSocketMessagesSent += 1
+        try transport.write(header, payload)
+        transport.loop.tally.webSocketMessagesSent += 1
     }
 
     /// Sends one binary message (see `send(_:)`).
     public func send(_ message: ArraySlice<UInt8>) throws(TransportError) {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         guard !finished, let frame = machine.sendBinary(message) else {
             throw .io(NetError(.closed, call: "send", message: "the WebSocket is closing or closed"))
         }
-        try tls.write(frame)
-        tls.loop.tally.webSocketMessagesSent += 1
+        try transport.write(frame)
+        transport.loop.tally.webSocketMessagesSent += 1
     }
 
     /// Sends a Ping (at most 125 bytes of payload); false once closing or closed.
     @discardableResult
     public func sendPing(_ payload: [UInt8] = []) -> Bool {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         guard payload.count <= 125, !finished, let frame = machine.sendPing(payload) else { return false }
-        return (try? tls.write(frame)) != nil
+        return (try? transport.write(frame)) != nil
     }
 
     /// Starts the close handshake: sends Close, then waits up to `closeTimeout` for the
     /// peer's Close (reported `.clean`) before resetting TCP (reported `.timedOut`).
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         guard !finished, reason.utf8.count <= 123, let frame = machine.close(code: code, reason: reason) else {
             return
         }
-        try? tls.write(frame)
-        closeTimer = tls.loop.scheduleTimer(after: closeTimeout) { [self] in
+        try? transport.write(frame)
+        closeTimer = transport.loop.scheduleTimer(after: closeTimeout) { [self] in
             closeTimer = nil
             perform(machine.closeDeadlinePassed())
         }
     }
 
-    /// Ends TCP now (FIN) without a Close frame or close_notify: the peer sees an abrupt end.
+    /// Ends the stream now (FIN) without a Close frame or close_notify: the peer sees an
+    /// abrupt end.
     public func dropConnection() {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         guard !finished else { return }
-        tls.drop()
+        transport.drop()
         finish(.endOfStream)
     }
 
     /// Resets TCP (RST) without a Close frame.
     public func abort() {
-        tls.loop.preconditionInEventLoop()
+        transport.loop.preconditionInEventLoop()
         guard !finished else { return }
-        tls.abort()
+        transport.abort()
         finish(.endOfStream)
     }
 
@@ -140,14 +146,14 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
     private func startIfReady() {
         guard !started, delegate != nil else { return }
         started = true
-        tls.loop.enqueue { [self] in
+        transport.loop.enqueue { [self] in
             guard !finished else { return }
             if !leftover.isEmpty {
                 let bytes = leftover
                 leftover = []
                 perform(machine.receive(bytes))
             }
-            if !finished { tls.resumeReading() }
+            if !finished { transport.resumeReading() }
         }
     }
 
@@ -156,9 +162,9 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
             guard !finished else { return }
             switch action {
             case .write(let bytes):
-                try? tls.write(bytes)
+                try? transport.write(bytes)
             case .message(let message):
-                tls.loop.tally.webSocketMessagesReceived += 1
+                transport.loop.tally.webSocketMessagesReceived += 1
                 delegate?.webSocket(self, didReceive: message)
             case .ping(let payload):
                 delegate?.webSocket(self, didReceivePing: payload)
@@ -166,8 +172,8 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
                 delegate?.webSocket(self, didReceivePong: payload)
             case .closed(let outcome):
                 switch outcome {
-                case .timedOut: tls.abort()
-                default: tls.close()
+                case .timedOut: transport.abort()
+                default: transport.close()
                 }
                 finish(outcome)
             }
@@ -177,7 +183,7 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
     private func finish(_ outcome: WebSocketCloseOutcome) {
         guard !finished else { return }
         finished = true
-        if let closeTimer { tls.loop.cancelTimer(closeTimer) }
+        if let closeTimer { transport.loop.cancelTimer(closeTimer) }
         closeTimer = nil
         let delegate = self.delegate
         self.delegate = nil
@@ -192,7 +198,7 @@ public final class WebSocketEndpoint: ByteStreamDelegate {
 
     public func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         perform(machine.receiveEndOfStream())
-        tls.close()
+        transport.close()
     }
 
     public func streamDidBecomeWritable(_ connection: any ByteStream) {

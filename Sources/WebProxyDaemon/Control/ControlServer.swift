@@ -4,7 +4,8 @@ import Glibc
 import WebProxyNet
 
 /// The daemon's control socket: a unix stream socket (mode 0600) on the daemon's event
-/// loop, answering one request line, `status`, with one JSON document, then closing.
+/// loop, answering one request line, `status`, with one JSON document, then closing. It
+/// speaks a line, not HTTP: `webproxyd status` needs no more, and a line needs no parser.
 ///
 /// Like every socket of the daemon it is non-blocking and owned by the loop thread, so
 /// `answer` reads the relays' state directly. Each client has `clientDeadline` in all to
@@ -21,14 +22,15 @@ final class ControlServer {
 
     /// Where the socket is.
     let path: String
+    private let loop: EventLoop
+    private let answer: (String) -> [UInt8]
     private var listener: UnixListener?
-    private let clients: OneShotClients<ControlRequestReader>
+    private var clients: [ObjectIdentifier: ControlConnection] = [:]
 
     private init(path: String, loop: EventLoop, answer: @escaping (String) -> [UInt8]) {
         self.path = path
-        clients = OneShotClients(loop: loop, maxClients: Self.maxClients, deadline: Self.clientDeadline) {
-            ControlRequestReader(answer: answer)
-        }
+        self.loop = loop
+        self.answer = answer
     }
 
     /// Creates the socket at `path` (its directory too, mode 0700, if missing) and starts
@@ -47,7 +49,7 @@ final class ControlServer {
             server.listener = try UnixListener.listen(path: path, mode: 0o600, loop: loop, backlog: 8) {
                 [weak server] connection in
                 guard let server else { return connection.abort() }
-                server.clients.accept(connection)
+                server.accept(connection)
             }
         } catch {
             throw ControlSocketError("cannot create the control socket \(path): \(error.message)")
@@ -59,7 +61,37 @@ final class ControlServer {
     func stop() {
         listener?.close()
         listener = nil
-        clients.abortAll()
+        for client in clients.values {
+            if let timer = client.deadline { loop.cancelTimer(timer) }
+            client.stream.abort()
+        }
+        clients = [:]
+    }
+
+    // MARK: Clients
+
+    private func accept(_ stream: any ByteStream) {
+        guard clients.count < Self.maxClients else {
+            stream.abort()
+            return
+        }
+        let client = ControlConnection(stream: stream, answer: answer) { [weak self] client in
+            self?.finished(client)
+        }
+        clients[ObjectIdentifier(client)] = client
+        client.deadline = loop.scheduleTimer(after: Self.clientDeadline) { [weak self, weak client] in
+            guard let client else { return }
+            client.deadline = nil
+            client.stream.abort()
+            self?.finished(client)
+        }
+        stream.delegate = client
+    }
+
+    private func finished(_ client: ControlConnection) {
+        if let timer = client.deadline { loop.cancelTimer(timer) }
+        client.deadline = nil
+        clients[ObjectIdentifier(client)] = nil
     }
 
     // MARK: Creating the socket
@@ -83,35 +115,59 @@ final class ControlServer {
     }
 }
 
-/// One control client's request line, read as it arrives: at most `maxRequestBytes` are
-/// kept, and the answer is made once a newline, the bound or the client's end arrives.
-private struct ControlRequestReader: OneShotRequestReader {
-    let answer: (String) -> [UInt8]
+/// One control client: its request line, read as it arrives (at most `maxRequestBytes`
+/// are kept), answered once a newline, the bound or the client's end arrives; the answer is
+/// written whole and followed by a close, a refused write by a reset.
+private final class ControlConnection: ByteStreamDelegate {
+    let stream: any ByteStream
+    var deadline: TimerID?
+    private let answer: (String) -> [UInt8]
+    private let finished: (ControlConnection) -> Void
     private var received: [UInt8] = []
+    private var answered = false
 
-    init(answer: @escaping (String) -> [UInt8]) {
+    init(stream: any ByteStream, answer: @escaping (String) -> [UInt8], finished: @escaping (ControlConnection) -> Void) {
+        self.stream = stream
         self.answer = answer
+        self.finished = finished
     }
 
-    mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+    func stream(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
+        guard !answered else { return }
         // Never hold more than the bound: the answer needs no more.
         received += bytes.prefix(ControlServer.maxRequestBytes - received.count)
         if let newline = received.firstIndex(of: UInt8(ascii: "\n")) {
-            return reply(to: received[..<newline])
+            send(reply(to: received[..<newline]))
+        } else if received.count >= ControlServer.maxRequestBytes {
+            send(ControlAnswer.error("the request line is longer than \(ControlServer.maxRequestBytes) bytes"))
         }
-        guard received.count >= ControlServer.maxRequestBytes else { return nil }
-        return ControlAnswer.error("the request line is longer than \(ControlServer.maxRequestBytes) bytes")
     }
 
     /// A client that ends without a newline asked for all that came.
-    mutating func receiveEnd() -> [UInt8]? {
-        reply(to: received[...])
+    func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
+        guard !answered else { return }
+        send(reply(to: received[...]))
+    }
+
+    func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {
+        finished(self)
     }
 
     private func reply(to line: ArraySlice<UInt8>) -> [UInt8] {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
         let trimmed = line.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
         return answer(String(decoding: trimmed, as: UTF8.self))
+    }
+
+    private func send(_ answer: [UInt8]) {
+        answered = true
+        stream.pauseReading()
+        do {
+            try stream.write(answer)
+            stream.close()
+        } catch {
+            stream.abort()
+        }
     }
 }
 

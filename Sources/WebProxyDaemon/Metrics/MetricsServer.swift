@@ -1,67 +1,71 @@
 import WebProxyNet
 
-/// The Prometheus endpoint: plain HTTP/1.1 on the `[daemon] metrics` address, on the
-/// daemon's loop. One request per connection (`Connection: close`); `GET /metrics` gets
-/// the text, anything else 404/405/400, a head over 8 KiB 431, and a client that sends no
-/// complete head within `requestTimeout` is dropped. Every method runs on the loop thread.
+/// The Prometheus endpoint: plain HTTP/1.1 on the `[daemon] metrics` address, served by
+/// the one `HTTPServer` on the daemon's loop. One request per connection
+/// (`Connection: close`); `GET /metrics` gets the text and anything else 404 or 405. The
+/// server answers a malformed head 400, a head over 8 KiB 431 and a body 413, and drops a
+/// client that sends no complete head within `requestTimeout`. Every method runs on the
+/// loop thread.
 final class MetricsServer {
     /// How long a client may take to send its request head.
     static let requestTimeout = Duration.seconds(10)
-    /// At most this many clients at once; more are closed at once.
+    /// At most this many clients at once; more are reset at once.
     static let maxConnections = 16
+    /// The most bytes of request head read before answering 431.
+    static let maxHeadBytes = 8 << 10
 
-    private var listener: TCPListener?
-    private let clients: OneShotClients<MetricsRequestReader>
+    private let server: HTTPServer
 
     /// Listens on `address`; `render` produces the metrics text when asked.
     init(address: SocketAddress, loop: EventLoop, render: @escaping () -> String) throws(NetError) {
-        clients = OneShotClients(loop: loop, maxClients: Self.maxConnections, deadline: Self.requestTimeout) {
-            MetricsRequestReader(render: render)
-        }
-        listener = try TCPListener.listen(on: address, loop: loop, backlog: 16) { [weak self] tcp in
-            self?.clients.accept(tcp)
+        let configuration = HTTPServer.Configuration(
+            parserLimits: HTTPParserLimits(maxHeadBytes: Self.maxHeadBytes, maxBodyBytes: 0),
+            idleTimeout: Self.requestTimeout, maxConnections: Self.maxConnections)
+        server = try HTTPServer.start(on: address, context: nil, loop: loop, configuration: configuration) {
+            request, responder in
+            let (head, body) = MetricsRequest(request.head).response(render: render)
+            responder.respond(head, body: Array(body.utf8))
         }
     }
 
     /// The bound address (with the kernel's port when bound to port 0).
-    var localAddress: SocketAddress? { listener?.localAddress }
+    var localAddress: SocketAddress? { server.localAddress }
 
     /// Stops listening and drops every client.
     func close() {
-        listener?.close()
-        listener = nil
-        clients.abortAll()
+        server.close()
     }
 }
 
-/// One metrics client's request head, judged by `MetricsRequest.Reader` and answered.
-private struct MetricsRequestReader: OneShotRequestReader {
-    let render: () -> String
-    var reader = MetricsRequest.Reader()
+/// What a metrics client asked for, judged from its request head. Pure, so every head is
+/// testable without sockets.
+enum MetricsRequest: Equatable, Sendable {
+    /// `GET /metrics` (a query string is ignored).
+    case metrics
+    /// Another path: 404.
+    case notFound
+    /// Another method: 405.
+    case methodNotAllowed
 
-    mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
-        // Bounded: the parser stops at the head limit, and the first judgement ends reading.
-        reader.receive(bytes).map(response)
+    init(_ head: HTTPRequestHead) {
+        let path = head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        if head.method != "GET" {
+            self = .methodNotAllowed
+        } else {
+            self = path == "/metrics" ? .metrics : .notFound
+        }
     }
 
-    /// A client that ends before a whole head gets no answer.
-    mutating func receiveEnd() -> [UInt8]? { nil }
-
-    private func response(_ request: MetricsRequest) -> [UInt8] {
-        switch request {
-        case .metrics:
-            MetricsRequest.response(status: 200, reason: "OK", contentType: PrometheusText.contentType, body: render())
-        case .notFound:
-            MetricsRequest.response(status: 404, reason: "Not Found", contentType: "text/plain", body: "try /metrics\n")
-        case .methodNotAllowed:
-            MetricsRequest.response(
-                status: 405, reason: "Method Not Allowed", contentType: "text/plain", body: "only GET\n")
-        case .badRequest:
-            MetricsRequest.response(status: 400, reason: "Bad Request", contentType: "text/plain", body: "bad request\n")
-        case .headTooLarge:
-            MetricsRequest.response(
-                status: 431, reason: "Request Header Fields Too Large", contentType: "text/plain",
-                body: "request head too large\n")
-        }
+    /// The response head (`Connection: close`) and body; `render` is called for `.metrics`.
+    func response(render: () -> String) -> (HTTPResponseHead, String) {
+        let (status, reason, contentType, body) =
+            switch self {
+            case .metrics: (200, "OK", PrometheusText.contentType, render())
+            case .notFound: (404, "Not Found", "text/plain", "try /metrics\n")
+            case .methodNotAllowed: (405, "Method Not Allowed", "text/plain", "only GET\n")
+            }
+        let head = HTTPResponseHead(
+            status: status, reason: reason, headers: [("Content-Type", contentType), ("Connection", "close")])
+        return (head, body)
     }
 }

@@ -18,7 +18,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     }
 
     private weak var client: HTTPClient?
-    private let tls: TLSConnection
+    private let transport: any ByteStream
     private let session: HTTP2Session
     private let authority: String
     private let defaultMaxBodyBytes: Int
@@ -33,20 +33,20 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
 
     /// A connection silent this long is pinged before it carries a new request.
     static let prePingAfter: Duration = .seconds(10)
-    /// Frames taken from the session per TLS write.
+    /// Frames taken from the session per write.
     private static let writeChunk = 64 * 1024
 
     init(
-        client: HTTPClient, tls: TLSConnection, authority: String, defaultMaxBodyBytes: Int, pingTimeout: Duration
+        client: HTTPClient, transport: any ByteStream, authority: String, defaultMaxBodyBytes: Int, pingTimeout: Duration
     ) throws(HTTP2Error) {
         self.client = client
-        self.tls = tls
+        self.transport = transport
         self.authority = authority
         self.defaultMaxBodyBytes = defaultMaxBodyBytes
         self.pingTimeout = pingTimeout
         session = try HTTP2Session(role: .client, settings: .browser)
-        lastReceived = tls.loop.now
-        tls.delegate = self
+        lastReceived = transport.loop.now
+        transport.delegate = self
         flush()
     }
 
@@ -55,7 +55,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
 
     /// Whether another request may start here now.
     var hasCapacity: Bool {
-        !isGoingAway && !isClosed && tls.isOpen && streams.count < session.peerMaxConcurrentStreams
+        !isGoingAway && !isClosed && transport.isOpen && streams.count < session.peerMaxConcurrentStreams
     }
 
     /// Sends `task`'s request as a new stream.
@@ -74,13 +74,13 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         task.carrier = self
         var entry = Stream(task: task, maxBodyBytes: request.maxResponseBodyBytes ?? defaultMaxBodyBytes)
         if let bound = request.silenceTimeout {
-            entry.silenceWatch = PathSilenceWatch(loop: tls.loop, bound: bound, progress: { [tls] in tls.pathProgress }) {
+            entry.silenceWatch = PathSilenceWatch(loop: transport.loop, bound: bound, progress: { [transport] in transport.pathProgress }) {
                 [weak self] in
                 self?.pathWentSilent(stream, for: bound)
             }
         }
         streams[stream] = entry
-        if tls.loop.now - lastReceived >= Self.prePingAfter { probe() }
+        if transport.loop.now - lastReceived >= Self.prePingAfter { probe() }
         flush()
     }
 
@@ -128,7 +128,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         guard pingTimer == nil, !isClosed else { return }
         session.ping()
         let heardBefore = lastReceived
-        pingTimer = tls.loop.scheduleTimer(after: pingTimeout) { [weak self] in
+        pingTimer = transport.loop.scheduleTimer(after: pingTimeout) { [weak self] in
             guard let self else { return }
             pingTimer = nil
             guard lastReceived == heardBefore else { return }
@@ -151,7 +151,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
 
     func startIdleTimer(_ timeout: Duration) {
         cancelIdleTimer()
-        idleTimer = tls.loop.scheduleTimer(after: timeout) { [weak self] in
+        idleTimer = transport.loop.scheduleTimer(after: timeout) { [weak self] in
             guard let self else { return }
             idleTimer = nil
             close()
@@ -159,7 +159,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     }
 
     private func cancelIdleTimer() {
-        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        if let idleTimer { transport.loop.cancelTimer(idleTimer) }
         idleTimer = nil
     }
 
@@ -168,14 +168,14 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         isGoingAway = true
         session.goAway()
         flush()
-        tls.close()
+        transport.close()
     }
 
     /// Fails every request on the connection with `error` and resets it.
     func abandon(failing error: HTTPClientError) {
         isGoingAway = true
         let pending = takeAllStreams()
-        tls.abort()
+        transport.abort()
         for entry in pending {
             let failure =
                 entry.sawResponseBytes && error.kind == .noResponse
@@ -189,7 +189,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         let pending = Array(streams.values)
         streams.removeAll()
         cancelIdleTimer()
-        if let pingTimer { tls.loop.cancelTimer(pingTimer) }
+        if let pingTimer { transport.loop.cancelTimer(pingTimer) }
         pingTimer = nil
         for entry in pending { entry.silenceWatch?.stop() }
         return pending
@@ -198,7 +198,7 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private func becameIdleIfEmpty() {
         guard streams.isEmpty, !isClosed else { return }
         if isGoingAway {
-            tls.close()
+            transport.close()
         } else {
             client?.becameIdle(self)
         }
@@ -207,11 +207,11 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     // MARK: bytes
 
     private func flush() {
-        while tls.isWritable, !isClosed {
+        while transport.isWritable, !isClosed {
             let bytes = session.takeOutput(limit: Self.writeChunk)
             guard !bytes.isEmpty else { break }
             do throws(TransportError) {
-                try tls.write(bytes)
+                try transport.write(bytes)
             } catch {
                 abandon(failing: HTTPClientError(.noResponse, "the request could not be sent", transport: error))
                 return
@@ -220,9 +220,9 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     }
 
     func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
-        lastReceived = tls.loop.now
+        lastReceived = transport.loop.now
         if let pingTimer {
-            tls.loop.cancelTimer(pingTimer)
+            transport.loop.cancelTimer(pingTimer)
             self.pingTimer = nil
         }
         do throws(HTTP2Error) {
@@ -234,11 +234,11 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         }
         for event in session.takeEvents() { handle(event) }
         flush()
-        if !session.isAlive { tls.close() }
+        if !session.isAlive { transport.close() }
     }
 
     func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
-        tls.close()
+        transport.close()
     }
 
     func streamDidBecomeWritable(_ connection: any ByteStream) {

@@ -258,7 +258,7 @@ public final class HTTPClient {
                 if tls.engine.isSessionResumed { connectionsResumed += 1 }
                 expectsHTTP2 = tls.engine.negotiatedALPN == "h2"
                 guard expectsHTTP2 else {
-                    let connection = HTTPClientConnection(client: self, tls: tls, limits: configuration.parserLimits)
+                    let connection = HTTPClientConnection(client: self, transport: tls, limits: configuration.parserLimits)
                     connections[ObjectIdentifier(connection)] = connection
                     becameIdle(connection)
                     dispatch()  // the requests that waited to learn the protocol dial now
@@ -268,7 +268,7 @@ public final class HTTPClient {
                 do throws(HTTP2Error) {
                     multiplexed.append(
                         try HTTP2ClientConnection(
-                            client: self, tls: tls, authority: endpoint.hostHeader,
+                            client: self, transport: tls, authority: endpoint.hostHeader,
                             defaultMaxBodyBytes: configuration.parserLimits.maxBodyBytes,
                             pingTimeout: configuration.pingTimeout))
                 } catch {

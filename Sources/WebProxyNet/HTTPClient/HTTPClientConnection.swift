@@ -2,7 +2,7 @@
 /// parses its response with `HTTPResponseParser`.
 final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private weak var client: HTTPClient?
-    private let tls: TLSConnection
+    private let transport: any ByteStream
     private var parser: HTTPResponseParser
     /// The request in flight, if any.
     private(set) var current: HTTPClientTask?
@@ -17,14 +17,14 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private var silenceWatch: PathSilenceWatch?
     private var isClosed = false
 
-    /// Request bytes handed to TLS per write while it accepts them.
+    /// Request bytes handed to the stream per write while it accepts them.
     private static let writeChunk = 64 * 1024
 
-    init(client: HTTPClient, tls: TLSConnection, limits: HTTPParserLimits) {
+    init(client: HTTPClient, transport: any ByteStream, limits: HTTPParserLimits) {
         self.client = client
-        self.tls = tls
+        self.transport = transport
         self.parser = HTTPResponseParser(limits: limits)
-        tls.delegate = self
+        transport.delegate = self
     }
 
     /// Sends `task`'s request.
@@ -39,7 +39,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         outgoing = task.encodedHead + (task.request.body ?? [])
         outgoingOffset = 0
         if let bound = task.request.silenceTimeout {
-            silenceWatch = PathSilenceWatch(loop: tls.loop, bound: bound, progress: { [tls] in tls.pathProgress }) {
+            silenceWatch = PathSilenceWatch(loop: transport.loop, bound: bound, progress: { [transport] in transport.pathProgress }) {
                 [weak self] in
                 guard let self, self.current != nil else { return }
                 self.silenceWatch = nil
@@ -56,9 +56,9 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
 
     func startIdleTimer(_ timeout: Duration) {
         cancelIdleTimer()
-        idleTimer = tls.loop.scheduleTimer(after: timeout) { [self] in
+        idleTimer = transport.loop.scheduleTimer(after: timeout) { [self] in
             idleTimer = nil
-            tls.close()
+            transport.close()
         }
     }
 
@@ -72,20 +72,20 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         current = nil
         stopSilenceWatch()
         cancelIdleTimer()
-        tls.abort()
+        transport.abort()
     }
 
     private func cancelIdleTimer() {
-        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        if let idleTimer { transport.loop.cancelTimer(idleTimer) }
         idleTimer = nil
     }
 
     private func sendOutgoing() {
-        while outgoingOffset < outgoing.count && tls.isWritable {
+        while outgoingOffset < outgoing.count && transport.isWritable {
             let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
             let outcome = outgoing.withUnsafeBytes { raw in
                 Result { () throws(TransportError) in
-                    try tls.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                    try transport.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
                 }
             }
             if case .failure(let error) = outcome {
@@ -105,7 +105,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     func stream(_ connection: any ByteStream, didRead plaintext: UnsafeRawBufferPointer) {
         guard current != nil else {
             // Bytes nobody asked for: the connection cannot be trusted to frame responses.
-            tls.abort()
+            transport.abort()
             return
         }
         sawResponseBytes = true
@@ -115,12 +115,12 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
 
     func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
         guard current != nil else {
-            tls.close()
+            transport.close()
             return
         }
         parser.receiveEndOfStream()
         drainParser()
-        tls.close()
+        transport.close()
     }
 
     func streamDidBecomeWritable(_ connection: any ByteStream) {
@@ -180,12 +180,12 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         body = []
         let reusable =
             keepAlive && !task.request.headers.contains("Connection", token: "close") && parser.isIdle
-            && outgoing.isEmpty && tls.isOpen
+            && outgoing.isEmpty && transport.isOpen
         task.complete(.success(response))
         if reusable && !isClosed {
             client?.becameIdle(self)
         } else {
-            tls.close()
+            transport.close()
         }
     }
 
@@ -193,7 +193,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         let task = current
         current = nil
         stopSilenceWatch()
-        tls.abort()
+        transport.abort()
         task?.complete(.failure(error))
     }
 }

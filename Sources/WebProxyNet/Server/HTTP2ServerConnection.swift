@@ -41,27 +41,32 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
     }
 
     private weak var server: HTTPServer?
-    private let tls: TLSConnection
+    private let transport: any ByteStream
     private let number: Int
+    private let serverName: String?
     private let session: HTTP2Session
     private var exchanges: [Int32: Exchange] = [:]
     private var requestCount = 0
     private var idleTimer: TimerID?
 
-    /// Frames taken from the session per TLS write.
+    /// Frames taken from the session per write.
     private static let writeChunk = 64 * 1024
 
-    init(server: HTTPServer, tls: TLSConnection, number: Int, settings: HTTP2Session.LocalSettings) throws(HTTP2Error) {
+    init(
+        server: HTTPServer, transport: any ByteStream, serverName: String?, number: Int,
+        settings: HTTP2Session.LocalSettings
+    ) throws(HTTP2Error) {
         self.server = server
-        self.tls = tls
+        self.transport = transport
+        self.serverName = serverName
         self.number = number
         session = try HTTP2Session(role: .server, settings: settings)
-        tls.delegate = self
+        transport.delegate = self
         flush()
         startIdleTimer()
     }
 
-    func abort() { tls.abort() }
+    func abort() { transport.abort() }
 
     /// Says GOAWAY: the client may finish its open streams and must open new ones elsewhere.
     func goAway() {
@@ -69,7 +74,7 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
         flush()
     }
 
-    fileprivate func isOpen(_ id: Int32) -> Bool { tls.isOpen && exchanges[id]?.responder != nil }
+    fileprivate func isOpen(_ id: Int32) -> Bool { transport.isOpen && exchanges[id]?.responder != nil }
 
     fileprivate func respond(_ id: Int32, _ head: HTTPResponseHead, body: [UInt8]?) -> Bool {
         guard exchanges[id]?.responder != nil, (100...599).contains(head.status) else { return false }
@@ -150,7 +155,7 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
         let request = HTTPServerRequest(
             head: HTTPRequestHead(method: method, target: path, version: .http2, headers: headers),
             body: exchange.body, connectionNumber: number, requestNumberOnConnection: requestCount,
-            remoteAddress: tls.remoteAddress, serverName: tls.engine.requestedServerName)
+            remoteAddress: transport.remoteAddress, serverName: serverName)
         server.handle(request, responder)
     }
 
@@ -163,29 +168,29 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
     private func startIdleTimer() {
         cancelIdleTimer()
         guard let timeout = server?.configuration.idleTimeout else { return }
-        idleTimer = tls.loop.scheduleTimer(after: timeout) { [weak self] in
+        idleTimer = transport.loop.scheduleTimer(after: timeout) { [weak self] in
             guard let self else { return }
             idleTimer = nil
             guard exchanges.isEmpty else { return }
             session.goAway()
             flush()
-            tls.close()
+            transport.close()
         }
     }
 
     private func cancelIdleTimer() {
-        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        if let idleTimer { transport.loop.cancelTimer(idleTimer) }
         idleTimer = nil
     }
 
     // MARK: ByteStreamDelegate
 
     private func flush() {
-        while tls.isWritable {
+        while transport.isWritable {
             let bytes = session.takeOutput(limit: Self.writeChunk)
             guard !bytes.isEmpty else { break }
-            guard (try? tls.write(bytes)) != nil else {
-                tls.abort()
+            guard (try? transport.write(bytes)) != nil else {
+                transport.abort()
                 return
             }
         }
@@ -196,12 +201,12 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
             try session.receive(plaintext)
         } catch {
             flush()
-            tls.close()
+            transport.close()
             return
         }
         for event in session.takeEvents() { handle(event) }
         flush()
-        if !session.isAlive { tls.close() }
+        if !session.isAlive { transport.close() }
     }
 
     func streamDidBecomeWritable(_ connection: any ByteStream) {
@@ -209,7 +214,7 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
     }
 
     func streamDidReachEnd(_ connection: any ByteStream, clean: Bool) {
-        tls.close()
+        transport.close()
     }
 
     func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {

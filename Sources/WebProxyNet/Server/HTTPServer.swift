@@ -14,10 +14,11 @@ public struct HTTPServerRequest: Sendable {
     public var serverName: String?
 }
 
-/// An HTTPS server on a `TCPListener` (for the test relay and tests): TLS with a server
-/// context, then HTTP/2 when the client chose `h2` by ALPN (streams answered in any order,
-/// no WebSocket), else HTTP/1.1: requests parsed by `HTTPRequestParser`, keep-alive, and
-/// WebSocket upgrades. The context's ALPN list decides what is offered.
+/// An HTTP server on a `TCPListener`. With a TLS context (the test relay, tests): TLS, then
+/// HTTP/2 when the client chose `h2` by ALPN (streams answered in any order, no WebSocket),
+/// else HTTP/1.1; the context's ALPN list decides what is offered. Without one (the
+/// daemon's metrics endpoint): plain HTTP/1.1. HTTP/1.1 requests are parsed by
+/// `HTTPRequestParser`, with keep-alive and WebSocket upgrades.
 ///
 /// Over HTTP/1.1, one request at a time per connection (no pipelining): after a request the connection
 /// waits for its response before it parses the next one. It keeps reading meanwhile, so a
@@ -34,17 +35,20 @@ public final class HTTPServer {
         public var idleTimeout: Duration
         /// Bytes read ahead of the next request while one is in progress, before pausing.
         public var maxBytesWhileBusy: Int
+        /// Connections held at once, handshakes included; more are reset as they come.
+        public var maxConnections: Int
         /// What an HTTP/2 connection announces.
         var http2Settings = HTTP2Session.LocalSettings.front
 
         public init(
             parserLimits: HTTPParserLimits = HTTPParserLimits(), handshakeTimeout: Duration = .seconds(10),
-            idleTimeout: Duration = .seconds(120), maxBytesWhileBusy: Int = 64 << 10
+            idleTimeout: Duration = .seconds(120), maxBytesWhileBusy: Int = 64 << 10, maxConnections: Int = 4096
         ) {
             self.parserLimits = parserLimits
             self.handshakeTimeout = handshakeTimeout
             self.idleTimeout = idleTimeout
             self.maxBytesWhileBusy = maxBytesWhileBusy
+            self.maxConnections = maxConnections
         }
     }
 
@@ -55,7 +59,7 @@ public final class HTTPServer {
     public let loop: EventLoop
     /// The settings in force.
     public let configuration: Configuration
-    private let context: TLSContext
+    private let context: TLSContext?
     private let handler: Handler
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
@@ -63,21 +67,22 @@ public final class HTTPServer {
     private var handshaking: [ObjectIdentifier: TLSConnection] = [:]
     private var nextConnectionNumber = 1
 
-    /// How many connections finished their TLS handshake.
+    /// How many connections were taken on (with TLS: finished their handshake).
     public private(set) var connectionsAccepted = 0
     /// How many TLS handshakes failed (for tests of certificates and faults).
     public private(set) var failedHandshakes = 0
 
-    private init(loop: EventLoop, context: TLSContext, configuration: Configuration, handler: @escaping Handler) {
+    private init(loop: EventLoop, context: TLSContext?, configuration: Configuration, handler: @escaping Handler) {
         self.loop = loop
         self.context = context
         self.configuration = configuration
         self.handler = handler
     }
 
-    /// Listens on `address` and serves HTTPS with `context` (a server context).
+    /// Listens on `address` and serves HTTPS with `context` (a server context), or plain
+    /// HTTP/1.1 when `context` is nil.
     public static func start(
-        on address: SocketAddress, context: TLSContext, loop: EventLoop,
+        on address: SocketAddress, context: TLSContext?, loop: EventLoop,
         configuration: Configuration = Configuration(), handler: @escaping Handler
     ) throws(NetError) -> HTTPServer {
         loop.preconditionInEventLoop()
@@ -92,7 +97,7 @@ public final class HTTPServer {
     /// The bound address (with the kernel's port when bound to port 0).
     public var localAddress: SocketAddress? { listener?.localAddress }
 
-    /// Connections past the TLS handshake and still open.
+    /// Connections past the TLS handshake (if any) and still open.
     public var openConnectionCount: Int { connections.count + multiplexed.count }
 
     /// Sends GOAWAY on every HTTP/2 connection: their clients finish the streams already
@@ -116,8 +121,18 @@ public final class HTTPServer {
     }
 
     private func accepted(_ tcp: TCPConnection) {
+        guard handshaking.count + openConnectionCount < configuration.maxConnections else {
+            tcp.abort()
+            return
+        }
         let number = nextConnectionNumber
         nextConnectionNumber += 1
+        guard let context else {
+            connectionsAccepted += 1
+            let connection = HTTPServerConnection(server: self, transport: tcp, serverName: nil, number: number)
+            connections[ObjectIdentifier(connection)] = connection
+            return
+        }
         do throws(TLSError) {
             var id: ObjectIdentifier?
             let tls = try TLSConnection.startServer(
@@ -130,13 +145,15 @@ public final class HTTPServer {
                 case .success(let tls) where tls.engine.negotiatedALPN == "h2":
                     do throws(HTTP2Error) {
                         let connection = try HTTP2ServerConnection(
-                            server: self, tls: tls, number: number, settings: configuration.http2Settings)
+                            server: self, transport: tls, serverName: tls.engine.requestedServerName, number: number,
+                            settings: configuration.http2Settings)
                         multiplexed[ObjectIdentifier(connection)] = connection
                     } catch {
                         tls.abort()
                     }
                 case .success(let tls):
-                    let connection = HTTPServerConnection(server: self, tls: tls, number: number)
+                    let connection = HTTPServerConnection(
+                        server: self, transport: tls, serverName: tls.engine.requestedServerName, number: number)
                     connections[ObjectIdentifier(connection)] = connection
                 case .failure:
                     failedHandshakes += 1

@@ -1,9 +1,10 @@
-/// One accepted HTTPS connection of an `HTTPServer`: parses requests one at a time and
-/// hands each to the server's handler with a responder.
+/// One accepted HTTP/1.1 connection of an `HTTPServer` (over TLS or not): parses requests
+/// one at a time and hands each to the server's handler with a responder.
 final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
     private weak var server: HTTPServer?
-    private let tls: TLSConnection
+    private let transport: any ByteStream
     private let number: Int
+    private let serverName: String?
     private var parser: HTTPRequestParser
     private var requestCount = 0
     private var head: HTTPRequestHead?
@@ -17,26 +18,27 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
     private var outgoingOffset = 0
     private var keepAliveAfterResponse = false
 
-    /// Response bytes handed to TLS per write while it accepts them.
+    /// Response bytes handed to the stream per write while it accepts them.
     private static let writeChunk = 64 * 1024
 
-    init(server: HTTPServer, tls: TLSConnection, number: Int) {
+    init(server: HTTPServer, transport: any ByteStream, serverName: String?, number: Int) {
         self.server = server
-        self.tls = tls
+        self.transport = transport
+        self.serverName = serverName
         self.number = number
         parser = HTTPRequestParser(limits: server.configuration.parserLimits)
-        tls.delegate = self
+        transport.delegate = self
         startIdleTimer()
     }
 
-    var isOpen: Bool { tls.isOpen && !handedOver }
+    var isOpen: Bool { transport.isOpen && !handedOver }
 
     /// A request is waiting for its answer or the answer is still being written.
     private var isBusy: Bool { responder != nil || !outgoing.isEmpty }
 
-    func abort() { tls.abort() }
+    func abort() { transport.abort() }
 
-    func drop() { tls.drop() }
+    func drop() { transport.drop() }
 
     // MARK: requests
 
@@ -45,7 +47,7 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
         processing = true
         defer { processing = false }
         do throws(HTTPError) {
-            while !isBusy, !handedOver, tls.isOpen, let event = try parser.next() {
+            while !isBusy, !handedOver, transport.isOpen, let event = try parser.next() {
                 switch event {
                 case .head(let received):
                     cancelIdleTimer()
@@ -72,7 +74,7 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
         self.responder = responder
         let request = HTTPServerRequest(
             head: head, body: body, connectionNumber: number, requestNumberOnConnection: requestCount,
-            remoteAddress: tls.remoteAddress, serverName: tls.engine.requestedServerName)
+            remoteAddress: transport.remoteAddress, serverName: serverName)
         body = []
         server.handle(request, responder)
     }
@@ -86,8 +88,8 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
             default: (400, "Bad Request")
             }
         let head = HTTPResponseHead(status: status, reason: reason, headers: [("Connection", "close")])
-        if let bytes = try? head.encoded(body: []) { try? tls.write(bytes) }
-        tls.close()
+        if let bytes = try? head.encoded(body: []) { try? transport.write(bytes) }
+        transport.close()
     }
 
     func send(_ head: HTTPResponseHead, body: [UInt8]?, keepAlive: Bool) -> Bool {
@@ -98,7 +100,7 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
         return true
     }
 
-    /// Writes a response in pieces as TLS accepts them (a body may exceed the write queue
+    /// Writes a response in pieces as the stream accepts them (a body may exceed the write queue
     /// limit), then reads the next request or closes.
     func sendRaw(_ bytes: [UInt8], keepAlive: Bool) {
         responder = nil
@@ -109,15 +111,15 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
     }
 
     private func continueResponse() {
-        while outgoingOffset < outgoing.count && tls.isWritable {
+        while outgoingOffset < outgoing.count && transport.isWritable {
             let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
             let outcome = outgoing.withUnsafeBytes { raw in
                 Result { () throws(TransportError) in
-                    try tls.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                    try transport.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
                 }
             }
             guard case .success = outcome else {
-                tls.abort()
+                transport.abort()
                 return
             }
             outgoingOffset = end
@@ -126,10 +128,10 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
         outgoing = []
         outgoingOffset = 0
         guard keepAliveAfterResponse else {
-            tls.close()
+            transport.close()
             return
         }
-        tls.resumeReading()
+        transport.resumeReading()
         startIdleTimer()
         processRequests()
     }
@@ -137,28 +139,28 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
     func upgrade(sending head: HTTPResponseHead, maxMessageBytes: Int, closeTimeout: Duration) -> WebSocketEndpoint? {
         responder = nil
         cancelIdleTimer()
-        guard let bytes = try? head.encoded(body: nil), (try? tls.write(bytes)) != nil else {
-            tls.abort()
+        guard let bytes = try? head.encoded(body: nil), (try? transport.write(bytes)) != nil else {
+            transport.abort()
             return nil
         }
         handedOver = true
         server?.connectionClosed(self)
         return WebSocketEndpoint(
-            tls: tls, machine: WebSocketConnection(serverWithMaxMessageBytes: maxMessageBytes),
+            transport: transport, machine: WebSocketConnection(serverWithMaxMessageBytes: maxMessageBytes),
             leftover: parser.takeUnparsedBytes(), closeTimeout: closeTimeout)
     }
 
     private func startIdleTimer() {
         cancelIdleTimer()
         guard let timeout = server?.configuration.idleTimeout else { return }
-        idleTimer = tls.loop.scheduleTimer(after: timeout) { [self] in
+        idleTimer = transport.loop.scheduleTimer(after: timeout) { [self] in
             idleTimer = nil
-            if !isBusy { tls.close() }
+            if !isBusy { transport.close() }
         }
     }
 
     private func cancelIdleTimer() {
-        if let idleTimer { tls.loop.cancelTimer(idleTimer) }
+        if let idleTimer { transport.loop.cancelTimer(idleTimer) }
         idleTimer = nil
     }
 
@@ -168,7 +170,7 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
         parser.receive(Array(plaintext))
         if isBusy {
             bytesWhileBusy += plaintext.count
-            if bytesWhileBusy > (server?.configuration.maxBytesWhileBusy ?? 0) { tls.pauseReading() }
+            if bytesWhileBusy > (server?.configuration.maxBytesWhileBusy ?? 0) { transport.pauseReading() }
             return
         }
         processRequests()
@@ -184,7 +186,7 @@ final class HTTPServerConnection: ByteStreamDelegate, HTTPResponseSink {
             parser.receiveEndOfStream()
             processRequests()
         }
-        tls.close()
+        transport.close()
     }
 
     func stream(_ connection: any ByteStream, didCloseWith error: TransportError?) {

@@ -189,34 +189,3 @@ import WebProxyNet
         #expect(histogram.cumulativeCounts == [0, 1, 1, 1, 1, 1, 1, 1, 1, 1])
     }
 }
-
-@Suite struct MetricsRequestTests {
-    static let get = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9100\r\nAccept: */*\r\n\r\n".utf8)
-
-    @Test func everySplitPointWaitsForTheWholeHead() {
-        for split in 0..<Self.get.count {
-            #expect(MetricsRequest.judge(Array(Self.get[..<split])) == nil, "split at \(split)")
-        }
-        #expect(MetricsRequest.judge(Self.get) == .metrics)
-    }
-
-    @Test(arguments: [
-        ("GET /metrics?x=1 HTTP/1.0\r\n\r\n", MetricsRequest.metrics),
-        ("GET / HTTP/1.1\r\n\r\n", .notFound),
-        ("GET /metricsx HTTP/1.1\r\n\r\n", .notFound),
-        ("POST /metrics HTTP/1.1\r\n\r\n", .methodNotAllowed),
-        ("HEAD /metrics HTTP/1.1\r\n\r\n", .methodNotAllowed),
-        ("GET /metrics\r\n\r\n", .badRequest),
-        ("GET /metrics HTTP/2.0\r\n\r\n", .badRequest),
-        ("GET  /metrics HTTP/1.1\r\n\r\n", .badRequest),
-    ])
-    func judgement(request: String, expected: MetricsRequest) {
-        #expect(MetricsRequest.judge(Array(request.utf8)) == expected)
-    }
-
-    @Test func anEndlessHeadIsRefusedAtTheBound() {
-        let endless = Array("GET /metrics HTTP/1.1\r\nX: ".utf8) + [UInt8](repeating: 0x61, count: 8 << 10)
-        #expect(MetricsRequest.judge(Array(endless.prefix(8 << 10 - 1))) == nil)
-        #expect(MetricsRequest.judge(Array(endless.prefix(8 << 10))) == .headTooLarge)
-    }
-}
