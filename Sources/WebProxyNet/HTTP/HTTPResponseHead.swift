@@ -18,6 +18,13 @@ public struct HTTPResponseHead: Hashable, Sendable {
     /// Whether the status forbids a body whatever the request (1xx, 204, 304).
     public var statusForbidsBody: Bool { (100..<200).contains(status) || status == 204 || status == 304 }
 
+    /// The body bytes to reserve before the body arrives: its declared `Content-Length`, at
+    /// most `cap`, so that a body received in pieces is not copied each time it grows.
+    func bodyCapacity(cap: Int) -> Int {
+        guard let declared = headers.first("Content-Length").flatMap({ Int($0) }), declared > 0 else { return 0 }
+        return min(declared, cap)
+    }
+
     /// Appends the HTTP/1.1 status line and headers. With a body (`bodyLength` non-nil),
     /// adds `Content-Length` unless the caller set it (then it must match); 1xx, 204 and
     /// 304 take no body. Nothing else is added.

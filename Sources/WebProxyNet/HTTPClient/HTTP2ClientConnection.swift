@@ -271,7 +271,9 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
             }
             guard status >= 200 else { return }  // informational
             let headers = HTTPHeaders(fields.filter { !$0.name.hasPrefix(":") })
-            streams[id]?.head = HTTPResponseHead(status: status, reason: "", version: .http2, headers: headers)
+            let head = HTTPResponseHead(status: status, reason: "", version: .http2, headers: headers)
+            streams[id]?.head = head
+            if let cap = streams[id]?.maxBodyBytes { streams[id]?.body.reserveCapacity(head.bodyCapacity(cap: cap)) }
         case .data(let id, let bytes):
             // Read through the dictionary, never into a copy: a local copy of the entry would
             // share the body's buffer and make every append copy the whole body.

@@ -4,12 +4,15 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private weak var client: HTTPClient?
     private let transport: any ByteStream
     private var parser: HTTPResponseParser
+    private let limits: HTTPParserLimits
     /// The request in flight, if any.
     private(set) var current: HTTPClientTask?
     /// Whether any byte of the current response arrived.
     private(set) var sawResponseBytes = false
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []
+    /// The current response's body cap.
+    private var maxBodyBytes = 0
     private var outgoing: [UInt8] = []
     private var outgoingOffset = 0
     private var idleTimer: TimerID?
@@ -24,6 +27,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         self.client = client
         self.transport = transport
         self.parser = HTTPResponseParser(limits: limits)
+        self.limits = limits
         transport.delegate = self
     }
 
@@ -36,6 +40,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         head = nil
         body = []
         parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
+        maxBodyBytes = task.request.maxResponseBodyBytes ?? limits.maxBodyBytes
         outgoing = task.encodedHead + (task.request.body ?? [])
         outgoingOffset = 0
         if let bound = task.request.silenceTimeout {
@@ -152,6 +157,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
                     continue
                 case .head(let received):
                     head = received
+                    body.reserveCapacity(received.bodyCapacity(cap: maxBodyBytes))
                 case .body(let slice):
                     body.append(contentsOf: slice)
                 case .end(let keepAlive):

@@ -69,4 +69,17 @@ import Testing
             try head.encoded(body: [1, 2])
                 == Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\n\r\n".utf8) + [1, 2])
     }
+
+    /// A client reserves a declared body once, never more than its cap, and nothing for a
+    /// length it cannot read.
+    @Test func bodyCapacityIsTheDeclaredLengthUpToTheCap() {
+        func capacity(_ headers: [(String, String)]) -> Int {
+            HTTPResponseHead(status: 200, reason: "OK", headers: HTTPHeaders(headers)).bodyCapacity(cap: 1000)
+        }
+        #expect(capacity([("Content-Length", "600")]) == 600)
+        #expect(capacity([("Content-Length", "5000000")]) == 1000)
+        #expect(capacity([]) == 0)
+        #expect(capacity([("Content-Length", "-1")]) == 0)
+        #expect(capacity([("Content-Length", "12abc")]) == 0)
+    }
 }
