@@ -76,10 +76,12 @@ static inline void *CWebProxyOpenSSL_SSL_get_app_data(const SSL *ssl) {
     return SSL_get_app_data(ssl);
 }
 
-// BIO_set_mem_eof_return is a macro over BIO_ctrl: makes an empty memory BIO report
-// end of file (transport closed) instead of "retry later".
-static inline long CWebProxyOpenSSL_BIO_set_mem_eof_return(BIO *bio, long value) {
-    return BIO_set_mem_eof_return(bio, value);
+// The retry-flag setters a BIO method's read callback uses are macros over BIO_set_flags.
+static inline void CWebProxyOpenSSL_BIO_clear_retry_flags(BIO *bio) {
+    BIO_clear_retry_flags(bio);
+}
+static inline void CWebProxyOpenSSL_BIO_set_retry_read(BIO *bio) {
+    BIO_set_retry_read(bio);
 }
 
 // OPENSSL_free is a macro that passes __FILE__/__LINE__ to CRYPTO_free.

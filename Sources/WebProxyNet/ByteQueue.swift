@@ -27,13 +27,20 @@ struct ByteQueue: Sendable {
 
     /// Appends a copy of `bytes` (a slice, or a buffer a read lends).
     mutating func append(_ bytes: some Collection<UInt8>) {
-        if isEmpty {
+        if isEmpty && storage.capacity < bytes.count {
             storage = Array(bytes)
             readIndex = 0
         } else {
             compactIfWorthwhile()
             storage.append(contentsOf: bytes)
         }
+    }
+
+    /// Makes room for `extra` more bytes, so that appends of up to that many in all do not
+    /// grow (copy) the storage; the room goes with the storage once everything is consumed.
+    mutating func reserveCapacity(_ extra: Int) {
+        if isEmpty { removeAll() }
+        storage.reserveCapacity(storage.count + extra)
     }
 
     /// The byte `offset` positions past the read index; the caller checks `offset < count`.

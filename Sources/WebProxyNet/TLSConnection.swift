@@ -42,7 +42,6 @@ public final class TLSConnection: ByteStream {
     private var recordsReceived = TLSRecordCounter()
     private var recordsSent = TLSRecordCounter()
     private var plaintextBuffer: UnsafeMutableRawBufferPointer?
-    private var ciphertextBuffer: UnsafeMutableRawBufferPointer?
 
     /// Plaintext bytes decrypted per delegate call, at most.
     static let plaintextChunk = 32 * 1024
@@ -50,8 +49,6 @@ public final class TLSConnection: ByteStream {
     static let ciphertextChunk = 64 * 1024
     /// Plaintext encrypted per engine call, at most.
     static let encryptChunk = 64 * 1024
-    /// The most plaintext one TLS record carries (RFC 8446 §5.1).
-    static let recordPlaintext = 16 * 1024
 
     private init(tcp: TCPConnection, engine: TLSEngine) {
         self.loop = tcp.loop
@@ -61,7 +58,6 @@ public final class TLSConnection: ByteStream {
 
     deinit {
         plaintextBuffer?.deallocate()
-        ciphertextBuffer?.deallocate()
     }
 
     /// Starts a client handshake on `tcp`, verifying and sending `serverName` as SNI, and
@@ -150,7 +146,7 @@ public final class TLSConnection: ByteStream {
         guard head.count + body.count <= writeLimits.limit - queuedWriteBytes else {
             throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
         }
-        let joined = min(body.count, max(0, Self.recordPlaintext - head.count))
+        let joined = min(body.count, max(0, TLSEngine.recordPlaintext - head.count))
         try write(head + body[..<joined])
         guard joined < body.count else { return }
         let outcome = body.withUnsafeBytes { raw in
@@ -235,7 +231,7 @@ public final class TLSConnection: ByteStream {
     private func advanceHandshake() {
         guard phase == .handshaking, failure == nil else { return }
         do {
-            // With memory BIOs a write want only means "take the ciphertext and go on".
+            // Our BIO never refuses a write: a write want only means "take the ciphertext and go on".
             for _ in 0..<8 {
                 let progress = try engine.handshake()
                 flushCiphertext()
@@ -363,24 +359,16 @@ public final class TLSConnection: ByteStream {
     /// stops encrypting at `maximumPendingCiphertext`).
     private func flushCiphertext() {
         while engine.pendingCiphertextCount > 0, tcp.isOpen {
-            let buffer = ciphertextBuffer ?? allocateCiphertextBuffer()
-            let count = engine.takeCiphertext(into: buffer)
-            guard count > 0 else { return }
-            let ciphertext = UnsafeRawBufferPointer(rebasing: buffer[..<count])
-            loop.tally.tlsRecordsSent += recordsSent.count(ciphertext)
-            do {
-                try tcp.write(ciphertext)
-            } catch {
+            let ciphertext = engine.takeCiphertext(upTo: Self.ciphertextChunk)
+            let outcome = ciphertext.withUnsafeBytes { raw in
+                loop.tally.tlsRecordsSent += recordsSent.count(raw)
+                return Result { () throws(TransportError) in try tcp.write(raw) }
+            }
+            if case .failure(let error) = outcome {
                 fail(error)
                 return
             }
         }
-    }
-
-    private func allocateCiphertextBuffer() -> UnsafeMutableRawBufferPointer {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.ciphertextChunk, alignment: 16)
-        ciphertextBuffer = buffer
-        return buffer
     }
 
     fileprivate func tcpDidBecomeWritable() {

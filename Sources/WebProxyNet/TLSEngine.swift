@@ -4,7 +4,8 @@ internal import CWebProxyOpenSSL
     import Glibc
 #endif
 
-/// One TLS connection as a sans-I/O state machine over OpenSSL memory BIOs.
+/// One TLS connection as a sans-I/O state machine: OpenSSL reads and writes ciphertext
+/// through a BIO of our own over two byte queues.
 ///
 /// The owner moves bytes: received ciphertext goes in with `feed`, plaintext comes out of
 /// `readPlaintext`, plaintext goes in with `write`, and ciphertext to send comes out of
@@ -18,7 +19,7 @@ public final class TLSEngine {
         case complete
         /// OpenSSL needs more ciphertext from the peer (send pending ciphertext first).
         case wantRead
-        /// OpenSSL needs to write; with memory BIOs, take the ciphertext and step again.
+        /// OpenSSL needs to write; take the ciphertext and step again.
         case wantWrite
     }
 
@@ -41,8 +42,10 @@ public final class TLSEngine {
     public let maximumPendingCiphertext: Int
 
     private let ssl: OpaquePointer
-    private let inbound: OpaquePointer
-    private let outbound: OpaquePointer
+    /// Ciphertext fed and not yet read by OpenSSL.
+    private var incoming = ByteQueue()
+    /// Ciphertext OpenSSL wrote and the owner has not taken.
+    private var outgoing = ByteQueue()
     /// Why the chain did not verify, recorded by the verify callback during the handshake.
     private var verificationFailure: VerificationFailure?
     /// The first fatal error; every later call reports it again.
@@ -57,6 +60,10 @@ public final class TLSEngine {
 
     /// Default for `maximumPendingCiphertext`: enough for a few full socket writes.
     public static let defaultMaximumPendingCiphertext = 256 * 1024
+    /// The most plaintext one record carries, and a bound on what a record adds to it
+    /// (header, content type, AEAD tag; RFC 8446 §5.2).
+    static let recordPlaintext = 16 * 1024
+    static let recordOverhead = 64
 
     /// Creates a client engine that verifies `serverName` (DNS name or IP address literal)
     /// and resumes the context's last session for it when there is one. `alpnProtocols`
@@ -100,19 +107,19 @@ public final class TLSEngine {
                 .configuration, "cannot create a TLS connection",
                 openSSLErrors: TLSError.drainOpenSSLErrors())
         }
-        guard let inbound = BIO_new(BIO_s_mem()), let outbound = BIO_new(BIO_s_mem()) else {
+        guard let method = Self.queueBIOMethod, let bio = BIO_new(method) else {
             SSL_free(ssl)
             throw TLSError(
-                .configuration, "cannot create memory BIOs",
+                .configuration, "cannot create a BIO",
                 openSSLErrors: TLSError.drainOpenSSLErrors())
         }
-        SSL_set_bio(ssl, inbound, outbound)  // ssl owns both BIOs from here on
         self.context = context
         self.serverName = serverName
         self.maximumPendingCiphertext = max(1, maximumPendingCiphertext)
         self.ssl = ssl
-        self.inbound = inbound
-        self.outbound = outbound
+        BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
+        BIO_set_init(bio, 1)
+        SSL_set_bio(ssl, bio, bio)  // ssl owns the BIO from here on; it reads and writes through it
         _ = CWebProxyOpenSSL_SSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
 
         guard let serverName else {
@@ -170,16 +177,7 @@ public final class TLSEngine {
 
     /// Hands ciphertext received from the transport to OpenSSL (copied, not retained).
     public func feed(_ ciphertext: UnsafeRawBufferPointer) {
-        guard var cursor = ciphertext.baseAddress else { return }
-        var remaining = ciphertext.count
-        while remaining > 0 {
-            let chunk = min(remaining, Int(Int32.max))
-            let written = Int(BIO_write(inbound, cursor, Int32(chunk)))
-            // A memory BIO only refuses bytes when malloc fails; nothing sensible is left to do.
-            guard written > 0 else { return }
-            cursor += written
-            remaining -= written
-        }
+        incoming.append(ciphertext)
     }
 
     /// Hands ciphertext received from the transport to OpenSSL.
@@ -194,35 +192,71 @@ public final class TLSEngine {
     /// report `.eof(clean: false)` unless the peer's close_notify came first.
     public func feedEOF() {
         transportEnded = true
-        _ = CWebProxyOpenSSL_BIO_set_mem_eof_return(inbound, 0)
     }
 
     /// Ciphertext received but not yet processed by OpenSSL.
-    public var bufferedCiphertextCount: Int { Int(BIO_ctrl_pending(inbound)) }
+    public var bufferedCiphertextCount: Int { incoming.count }
 
     /// Ciphertext waiting to be sent.
-    public var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(outbound)) }
+    public var pendingCiphertextCount: Int { outgoing.count }
 
     /// Removes and returns all ciphertext waiting to be sent.
     public func takeCiphertext() -> [UInt8] {
-        let count = pendingCiphertextCount
-        guard count > 0 else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            initialized = takeCiphertext(into: UnsafeMutableRawBufferPointer(buffer))
-        }
+        outgoing.takeAll()
     }
 
-    /// Moves up to `buffer.count` bytes of ciphertext to send into `buffer`; returns how many.
-    public func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let base = buffer.baseAddress else { return 0 }
-        var total = 0
-        while total < buffer.count {
-            let chunk = min(buffer.count - total, Int(Int32.max))
-            let read = Int(BIO_read(outbound, base + total, Int32(chunk)))
-            guard read > 0 else { break }
-            total += read
+    /// Removes and returns up to `maximum` bytes of ciphertext to send: a slice of the
+    /// engine's buffer, not a copy.
+    public func takeCiphertext(upTo maximum: Int) -> ArraySlice<UInt8> {
+        outgoing.take(min(maximum, outgoing.count))
+    }
+
+    // MARK: - The BIO
+
+    /// OpenSSL's memory BIO zeroes its buffer before every write into it and copies out on
+    /// every read; this one appends to and reads from the engine's queues, and the owner
+    /// sends the ciphertext straight from the queue.
+    nonisolated(unsafe) private static let queueBIOMethod: OpaquePointer? = {
+        guard let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "webproxyd queue") else {
+            return nil
         }
-        return total
+        _ = BIO_meth_set_write_ex(method) { bio, data, length, written in
+            guard let bio, let data else { return 0 }
+            engine(of: bio).outgoing.append(UnsafeRawBufferPointer(start: data, count: length))
+            written?.pointee = length
+            return 1
+        }
+        _ = BIO_meth_set_read_ex(method) { bio, data, length, read in
+            guard let bio, let data else { return 0 }
+            let engine = engine(of: bio)
+            CWebProxyOpenSSL_BIO_clear_retry_flags(bio)
+            read?.pointee = 0
+            guard !engine.incoming.isEmpty else {
+                // Nothing yet is "retry later"; after the transport's end it is end of file.
+                if !engine.transportEnded { CWebProxyOpenSSL_BIO_set_retry_read(bio) }
+                return 0
+            }
+            let count = min(length, engine.incoming.count)
+            let front = engine.incoming.take(count)
+            front.withUnsafeBytes { UnsafeMutableRawPointer(data).copyMemory(from: $0.baseAddress!, byteCount: count) }
+            read?.pointee = count
+            return 1
+        }
+        _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
+            guard let bio else { return 0 }
+            switch command {
+            case BIO_CTRL_FLUSH: return 1
+            case BIO_CTRL_PENDING: return engine(of: bio).incoming.count
+            case BIO_CTRL_WPENDING: return engine(of: bio).outgoing.count
+            case BIO_CTRL_EOF: return engine(of: bio).transportEnded && engine(of: bio).incoming.isEmpty ? 1 : 0
+            default: return 0
+            }
+        }
+        return method
+    }()
+
+    private static func engine(of bio: OpaquePointer) -> TLSEngine {
+        Unmanaged<TLSEngine>.fromOpaque(BIO_get_data(bio)).takeUnretainedValue()
     }
 
     // MARK: - Handshake
@@ -327,6 +361,9 @@ public final class TLSEngine {
             throw TLSError(.invalidState, "cannot write after shutdown() sent close_notify")
         }
         guard let base = plaintext.baseAddress else { return 0 }
+        // Room for the records of this write, so appending them never copies the queue.
+        let records = plaintext.count / Self.recordPlaintext + 1
+        outgoing.reserveCapacity(min(plaintext.count, maximumPendingCiphertext) + records * Self.recordOverhead)
         var total = 0
         while total < plaintext.count && pendingCiphertextCount < maximumPendingCiphertext {
             ERR_clear_error()
