@@ -6,7 +6,9 @@ import CWebProxyNGHTTP2
 /// (client and server) move the bytes between this and TLS on the loop.
 ///
 /// Flow control is nghttp2's automatic one: a window reopens as soon as its DATA has been
-/// handed out as an event, so memory is bounded by what the owner keeps (its body caps).
+/// received, so memory is bounded by what the owner keeps. A stream's body bytes are copied
+/// once, into that stream's buffer here, which the owner checks against its cap at every
+/// `.data` event and takes at the end (or drops when the stream closes).
 final class HTTP2Session {
     enum Role { case client, server }
 
@@ -14,8 +16,8 @@ final class HTTP2Session {
     enum Event: Equatable {
         /// A complete header block (request, response, informational or trailers).
         case headers(stream: Int32, fields: [HTTPField])
-        /// Body bytes of a stream.
-        case data(stream: Int32, bytes: [UInt8])
+        /// `count` more body bytes of a stream, added to its `receivedBody`.
+        case data(stream: Int32, count: Int)
         /// The peer will send nothing more on the stream (END_STREAM).
         case endStream(stream: Int32)
         /// The stream is closed; `errorCode` 0 after a complete exchange, else the reset's
@@ -70,6 +72,8 @@ final class HTTP2Session {
     private var events: [Event] = []
     /// Header blocks being received, by stream.
     private var partialHeaders: [Int32: [HTTPField]] = [:]
+    /// Bodies being received, by stream, until the owner takes them.
+    private var receivedBodies: [Int32: [UInt8]] = [:]
     /// Bodies being sent, by stream, with how much of each is out.
     private var outgoingBodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
 
@@ -147,6 +151,19 @@ final class HTTP2Session {
         }
         return out
     }
+
+    /// The body bytes received on `stream` and not taken yet.
+    func receivedBodyCount(of stream: Int32) -> Int { receivedBodies[stream]?.count ?? 0 }
+
+    /// Makes room for a body of `capacity` bytes on `stream` (its declared length).
+    func reserveReceivedBody(of stream: Int32, capacity: Int) {
+        receivedBodies[stream, default: []].reserveCapacity(capacity)
+    }
+
+    /// Removes and returns the body bytes received on `stream` so far. The owner calls this
+    /// for every stream it was told about, at the end or when the stream closes.
+    @discardableResult
+    func takeReceivedBody(of stream: Int32) -> [UInt8] { receivedBodies.removeValue(forKey: stream) ?? [] }
 
     /// What the peer did since the last call.
     func takeEvents() -> [Event] {
@@ -286,8 +303,9 @@ final class HTTP2Session {
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, user in
             guard let data else { return 0 }
-            HTTP2Session.from(user).events.append(
-                .data(stream: stream, bytes: Array(UnsafeBufferPointer(start: data, count: length))))
+            let session = HTTP2Session.from(user)
+            session.receivedBodies[stream, default: []].append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+            session.events.append(.data(stream: stream, count: length))
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in

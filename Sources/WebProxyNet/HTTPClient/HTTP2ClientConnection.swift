@@ -12,7 +12,6 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         let task: HTTPClientTask
         let maxBodyBytes: Int
         var head: HTTPResponseHead?
-        var body: [UInt8] = []
         var sawResponseBytes = false
         var silenceWatch: PathSilenceWatch?
     }
@@ -273,18 +272,17 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
             let headers = HTTPHeaders(fields.filter { !$0.name.hasPrefix(":") })
             let head = HTTPResponseHead(status: status, reason: "", version: .http2, headers: headers)
             streams[id]?.head = head
-            if let cap = streams[id]?.maxBodyBytes { streams[id]?.body.reserveCapacity(head.bodyCapacity(cap: cap)) }
-        case .data(let id, let bytes):
-            // Read through the dictionary, never into a copy: a local copy of the entry would
-            // share the body's buffer and make every append copy the whole body.
-            guard let received = streams[id]?.body.count, let cap = streams[id]?.maxBodyBytes else { return }
-            streams[id]?.sawResponseBytes = true
-            guard received + bytes.count <= cap else {
-                failStream(id, HTTPClientError(.badResponse, "the response body exceeds \(cap) bytes"))
-                return
+            if let cap = streams[id]?.maxBodyBytes {
+                session.reserveReceivedBody(of: id, capacity: head.bodyCapacity(cap: cap))
             }
-            streams[id]?.body.append(contentsOf: bytes)
+        case .data(let id, _):
+            guard let cap = streams[id]?.maxBodyBytes else { return }
+            streams[id]?.sawResponseBytes = true
+            if session.receivedBodyCount(of: id) > cap {
+                failStream(id, HTTPClientError(.badResponse, "the response body exceeds \(cap) bytes"))
+            }
         case .endStream(let id):
+            let body = session.takeReceivedBody(of: id)
             guard let entry = streams.removeValue(forKey: id) else { return }
             entry.silenceWatch?.stop()
             guard let head = entry.head else {
@@ -292,9 +290,10 @@ final class HTTP2ClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
                 becameIdleIfEmpty()
                 return
             }
-            entry.task.complete(.success(HTTPClientResponse(head: head, body: entry.body)))
+            entry.task.complete(.success(HTTPClientResponse(head: head, body: body)))
             becameIdleIfEmpty()
         case .streamClosed(let id, let code):
+            session.takeReceivedBody(of: id)
             guard let entry = streams.removeValue(forKey: id) else { return }
             entry.silenceWatch?.stop()
             if code == HTTP2Session.ErrorCode.refusedStream && !entry.sawResponseBytes {

@@ -5,7 +5,6 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
     /// A request being received, then waiting for its answer.
     private struct Exchange {
         var fields: [HTTPField] = []
-        var body: [UInt8] = []
         var bodyTooLarge = false
         var responder: HTTPResponder?
         /// Held here: the responder keeps only a weak reference to it.
@@ -109,20 +108,20 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
             guard exchanges[id] == nil else { return }  // trailers
             cancelIdleTimer()
             exchanges[id] = Exchange(fields: fields)
-        case .data(let id, let bytes):
-            guard var exchange = exchanges[id], exchange.responder == nil else { return }
-            exchanges[id] = nil  // no copy of the body while appending
+        case .data(let id, _):
             let limit = server?.configuration.parserLimits.maxBodyBytes ?? 0
-            if exchange.body.count + bytes.count > limit {
-                exchange.bodyTooLarge = true
-                exchange.body = []
-            } else if !exchange.bodyTooLarge {
-                exchange.body.append(contentsOf: bytes)
+            guard let exchange = exchanges[id], exchange.responder == nil, !exchange.bodyTooLarge,
+                session.receivedBodyCount(of: id) <= limit
+            else {
+                // Not wanted (answered already, or past the limit): dropped as it comes.
+                if exchanges[id]?.responder == nil { exchanges[id]?.bodyTooLarge = true }
+                session.takeReceivedBody(of: id)
+                return
             }
-            exchanges[id] = exchange
         case .endStream(let id):
             deliver(id)
         case .streamClosed(let id, _):
+            session.takeReceivedBody(of: id)
             guard let exchange = exchanges.removeValue(forKey: id) else { return }
             exchange.responder?.connectionDidClose()
             startIdleTimerIfQuiet()
@@ -137,7 +136,7 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
         let responder = HTTPResponder(connection: stream, requestKeepAlive: true, webSocketKey: nil)
         exchanges[id]?.responder = responder
         exchanges[id]?.stream = stream
-        exchanges[id]?.body = []
+        let body = session.takeReceivedBody(of: id)
         let pseudo = { (name: String) in exchange.fields.first { $0.name == name }?.value }
         guard let method = pseudo(":method"), let path = pseudo(":path") else {
             responder.respond(HTTPResponseHead(status: 400, reason: "Bad Request"), body: [])
@@ -154,7 +153,7 @@ final class HTTP2ServerConnection: ByteStreamDelegate {
         requestCount += 1
         let request = HTTPServerRequest(
             head: HTTPRequestHead(method: method, target: path, version: .http2, headers: headers),
-            body: exchange.body, connectionNumber: number, requestNumberOnConnection: requestCount,
+            body: body, connectionNumber: number, requestNumberOnConnection: requestCount,
             remoteAddress: transport.remoteAddress, serverName: serverName)
         server.handle(request, responder)
     }

@@ -169,6 +169,33 @@ struct HTTP2ClientTests {
         }
     }
 
+    @Test func aRequestBodyPastTheServersCapIsAnswered413AndOneAtTheCapIsServed() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (results, handled): ([String: ClientResult], [String]) = try await onLoop(loop) { done in
+                var results: [String: ClientResult] = [:]
+                var handled: [String] = []
+                var configuration = HTTPServer.Configuration()
+                configuration.parserLimits.maxBodyBytes = 1000
+                let server = try startTestServer(on: loop, context: tls.http2Server, configuration: configuration) {
+                    request, responder in
+                    handled.append(request.head.target)
+                    responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: request.body)
+                }
+                let client = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client)
+                for (target, size) in [("/over", 1001), ("/at", 1000)] {
+                    client.execute(HTTPClientRequest(method: "POST", target: target, body: payload(size))) { result in
+                        results[target] = result
+                        if results.count == 2 { done((results, handled)) }
+                    }
+                }
+            }
+            #expect(try results["/over"]?.get().status == 413)
+            #expect(try results["/at"]?.get().body == payload(1000))
+            #expect(handled == ["/at"])
+        }
+    }
+
     @Test func aCancelledOrTimedOutStreamIsResetAndTheConnectionKept() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in

@@ -40,18 +40,17 @@ import Testing
         let first = try Self.exchange(client, server)
         #expect(first.server.first == .settings)
         #expect(first.server.contains(.headers(stream: stream, fields: Self.request("/up"))))
-        let received = first.server.reduce(into: [UInt8]()) { bytes, event in
-            if case .data(stream, let chunk) = event { bytes += chunk }
+        let announced = first.server.reduce(0) { total, event in
+            if case .data(stream, let count) = event { total + count } else { total }
         }
-        #expect(received == body)
+        #expect(announced == body.count)
+        #expect(server.takeReceivedBody(of: stream) == body)
+        #expect(server.receivedBodyCount(of: stream) == 0)
         #expect(first.server.contains(.endStream(stream: stream)))
 
         #expect(server.submitResponse(stream: stream, fields: [HTTPField(name: ":status", value: "200")], body: body))
         let second = try Self.exchange(client, server)
-        let echoed = second.client.reduce(into: [UInt8]()) { bytes, event in
-            if case .data(stream, let chunk) = event { bytes += chunk }
-        }
-        #expect(echoed == body)
+        #expect(client.takeReceivedBody(of: stream) == body)
         #expect(second.client.contains(.headers(stream: stream, fields: [HTTPField(name: ":status", value: "200")])))
         #expect(second.client.contains(.endStream(stream: stream)))
         #expect(second.client.contains(.streamClosed(stream: stream, errorCode: 0)))
