@@ -25,7 +25,7 @@ public protocol ByteStream: AnyObject {
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
     /// Sends `head` then `body` as one unit: both are taken, or (past the write limit)
     /// neither. A stream that frames its bytes keeps a short head out of a frame of its own.
-    func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError)
+    func write(_ head: [UInt8], _ body: UnsafeRawBufferPointer) throws(TransportError)
     /// Stops delivering reads (backpressure) until `resumeReading()`.
     func pauseReading()
     func resumeReading()
@@ -44,6 +44,14 @@ extension ByteStream {
     public func write(_ bytes: [UInt8]) throws(TransportError) {
         let outcome = bytes.withUnsafeBytes { raw in
             Result { () throws(TransportError) in try write(raw) }
+        }
+        try outcome.get()
+    }
+
+    /// Sends `head` then `body` as one unit (see `write(_:_:)` for the raw-buffer form).
+    public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
+        let outcome = body.withUnsafeBytes { raw in
+            Result { () throws(TransportError) in try write(head, raw) }
         }
         try outcome.get()
     }

@@ -203,7 +203,7 @@ public final class TCPConnection: ByteStream {
     }
 
     /// Sends `head` then `body`, both or (past `writeLimits.limit`) neither.
-    public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
+    public func write(_ head: [UInt8], _ body: UnsafeRawBufferPointer) throws(TransportError) {
         loop.preconditionInEventLoop()
         guard head.count + body.count <= writeLimits.limit - queue.count else {
             throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))

@@ -141,18 +141,17 @@ public final class TLSConnection: ByteStream {
     /// `writeLimits.limit`) neither. Only the head and the start of the body are joined,
     /// into the first record, so a short head (a WebSocket frame header) does not become a
     /// TLS record of its own: the records are those of one write of both, as a browser's.
-    public func write(_ head: [UInt8], _ body: [UInt8]) throws(TransportError) {
+    public func write(_ head: [UInt8], _ body: UnsafeRawBufferPointer) throws(TransportError) {
         loop.preconditionInEventLoop()
         guard head.count + body.count <= writeLimits.limit - queuedWriteBytes else {
             throw .io(NetError(.writeBufferFull, call: "write", message: "write queue limit reached"))
         }
-        let joined = min(body.count, max(0, TLSEngine.recordPlaintext - head.count))
-        try write(head + body[..<joined])
-        guard joined < body.count else { return }
-        let outcome = body.withUnsafeBytes { raw in
-            Result { () throws(TransportError) in try write(UnsafeRawBufferPointer(rebasing: raw[joined...])) }
+        var joined = 0
+        if !head.isEmpty {
+            joined = min(body.count, max(0, TLSEngine.recordPlaintext - head.count))
+            try write(head + body[..<joined])
         }
-        try outcome.get()
+        if joined < body.count { try write(UnsafeRawBufferPointer(rebasing: body[joined...])) }
     }
 
     /// Stops delivering plaintext (and reading the socket) until `resumeReading()`.

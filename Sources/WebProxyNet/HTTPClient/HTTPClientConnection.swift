@@ -4,7 +4,6 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private weak var client: HTTPClient?
     private let transport: any ByteStream
     private var parser: HTTPResponseParser
-    private let limits: HTTPParserLimits
     /// The request in flight, if any.
     private(set) var current: HTTPClientTask?
     /// Whether any byte of the current response arrived.
@@ -13,8 +12,10 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
     private var body: [UInt8] = []
     /// The current response's body cap.
     private var maxBodyBytes = 0
-    private var outgoing: [UInt8] = []
-    private var outgoingOffset = 0
+    /// The current request's head until it is written; it goes with the body's first chunk.
+    private var unsentHead: [UInt8] = []
+    private var requestBody: [UInt8] = []
+    private var requestBodySent = 0
     private var idleTimer: TimerID?
     /// The request's `silenceTimeout` at work.
     private var silenceWatch: PathSilenceWatch?
@@ -27,7 +28,6 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         self.client = client
         self.transport = transport
         self.parser = HTTPResponseParser(limits: limits)
-        self.limits = limits
         transport.delegate = self
     }
 
@@ -40,9 +40,10 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         head = nil
         body = []
         parser.expectResponse(toMethod: task.request.method, maxBodyBytes: task.request.maxResponseBodyBytes)
-        maxBodyBytes = task.request.maxResponseBodyBytes ?? limits.maxBodyBytes
-        outgoing = task.encodedHead + (task.request.body ?? [])
-        outgoingOffset = 0
+        maxBodyBytes = task.request.maxResponseBodyBytes ?? parser.limits.maxBodyBytes
+        unsentHead = task.encodedHead
+        requestBody = task.request.body ?? []
+        requestBodySent = 0
         if let bound = task.request.silenceTimeout {
             silenceWatch = PathSilenceWatch(loop: transport.loop, bound: bound, progress: { [transport] in transport.pathProgress }) {
                 [weak self] in
@@ -85,23 +86,29 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         idleTimer = nil
     }
 
+    private var requestIsSent: Bool { unsentHead.isEmpty && requestBodySent == requestBody.count }
+
+    /// Writes the request while the stream takes it, in chunks, so that a large body waits
+    /// here rather than in the stream's queue. The body is written from the request's own
+    /// array, never joined to the head.
     private func sendOutgoing() {
-        while outgoingOffset < outgoing.count && transport.isWritable {
-            let end = min(outgoing.count, outgoingOffset + Self.writeChunk)
-            let outcome = outgoing.withUnsafeBytes { raw in
+        while !requestIsSent && transport.isWritable {
+            let end = min(requestBody.count, requestBodySent + Self.writeChunk)
+            let outcome = requestBody.withUnsafeBytes { raw in
                 Result { () throws(TransportError) in
-                    try transport.write(UnsafeRawBufferPointer(rebasing: raw[outgoingOffset..<end]))
+                    try transport.write(unsentHead, UnsafeRawBufferPointer(rebasing: raw[requestBodySent..<end]))
                 }
             }
             if case .failure(let error) = outcome {
                 fail(HTTPClientError(.noResponse, "the request could not be sent", transport: error))
                 return
             }
-            outgoingOffset = end
+            unsentHead = []
+            requestBodySent = end
         }
-        if outgoingOffset == outgoing.count {
-            outgoing = []
-            outgoingOffset = 0
+        if requestIsSent {
+            requestBody = []
+            requestBodySent = 0
         }
     }
 
@@ -186,7 +193,7 @@ final class HTTPClientConnection: ByteStreamDelegate, HTTPRequestCarrier {
         body = []
         let reusable =
             keepAlive && !task.request.headers.contains("Connection", token: "close") && parser.isIdle
-            && outgoing.isEmpty && transport.isOpen
+            && requestIsSent && transport.isOpen
         task.complete(.success(response))
         if reusable && !isClosed {
             client?.becameIdle(self)
