@@ -36,8 +36,9 @@ public enum WebSocketClientError: Error, Equatable, Sendable, CustomStringConver
     }
 }
 
-/// Opens a client WebSocket: a fresh TLS connection (never pooled), an upgrade request
-/// offering exactly one subprotocol that must be echoed, then a `WebSocketEndpoint`.
+/// Opens a client WebSocket: a fresh TLS connection (never pooled; at most one dialled
+/// ahead for it), an upgrade request offering exactly one subprotocol that must be echoed,
+/// then a `WebSocketEndpoint`.
 public final class WebSocketClient: ByteStreamDelegate {
     /// What to ask for.
     public struct Configuration: Sendable {
@@ -78,6 +79,8 @@ public final class WebSocketClient: ByteStreamDelegate {
     private let configuration: Configuration
     private let completion: OnceCompletion<WebSocketEndpoint, WebSocketClientError>
     private var dial: SecureDialOperation?
+    /// Waits for a `PreparedConnection`'s connection.
+    private var taken: OnceCompletion<TLSConnection, TransportError>?
     private var tls: TLSConnection?
     private var timer: TimerID?
     private var parser: HTTPResponseParser
@@ -96,9 +99,13 @@ public final class WebSocketClient: ByteStreamDelegate {
     /// Connects to `endpoint` and upgrades. `completion` runs once on `loop`, never before
     /// this returns, with the open endpoint (set its delegate to start reading) or the
     /// failure. Cancelling the returned client abandons the attempt.
+    ///
+    /// With `prepared` (dialled to the same endpoint), the upgrade goes over its connection
+    /// when it holds or is dialling one, and over a new dial when it has none or its dial
+    /// failed, so it saves the handshakes and never adds a failure.
     public static func connect(
         to endpoint: SecureEndpoint, dialer: SecureDialer, resolver: Resolver, loop: EventLoop,
-        configuration: Configuration,
+        configuration: Configuration, prepared: PreparedConnection? = nil,
         completion: @escaping (Result<WebSocketEndpoint, WebSocketClientError>) -> Void
     ) -> WebSocketClient {
         loop.preconditionInEventLoop()
@@ -107,15 +114,27 @@ public final class WebSocketClient: ByteStreamDelegate {
             client.timer = nil
             client.finish(.failure(.timedOut(configuration.upgradeTimeout)))
         }
-        client.dial = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [client] result in
-            client.dial = nil
+        func dialAfresh() {
+            client.dial = dialer.connect(to: endpoint, on: loop, resolver: resolver) { [client] result in
+                client.dial = nil
+                switch result {
+                case .failure(let error):
+                    client.finish(.failure(.connectFailed(error)))
+                case .success(let tls):
+                    client.sendUpgrade(on: tls, hostHeader: endpoint.hostHeader)
+                }
+            }
+        }
+        client.taken = prepared?.take { [client] result in
+            client.taken = nil
             switch result {
-            case .failure(let error):
-                client.finish(.failure(.connectFailed(error)))
+            case .failure:
+                dialAfresh()
             case .success(let tls):
                 client.sendUpgrade(on: tls, hostHeader: endpoint.hostHeader)
             }
         }
+        if client.taken == nil { dialAfresh() }
         return client
     }
 
@@ -163,6 +182,8 @@ public final class WebSocketClient: ByteStreamDelegate {
         timer = nil
         dial?.cancel()
         dial = nil
+        taken?.cancel()
+        taken = nil
         if let tls {
             tls.delegate = nil
             tls.abort()

@@ -311,11 +311,3 @@ final class CountingEcho {
 private func echoPrefixLength(_ behaviour: TestProxy.Behaviour) -> Int {
     if case .httpConnect(_, let extra) = behaviour { extra.count } else { 0 }
 }
-
-/// A loopback port nothing listens on: bound by the kernel's choice, then released.
-private func closedLoopbackPort() throws -> UInt16 {
-    let fd = try Syscall.tcpSocket(SocketAddress.loopbackIPv4(port: 0).addressFamily)
-    defer { Syscall.close(fd) }
-    try Syscall.bind(fd, to: .loopbackIPv4(port: 0))
-    return try Syscall.localAddress(fd).port
-}

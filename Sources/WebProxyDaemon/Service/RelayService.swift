@@ -38,6 +38,11 @@ final class RelayService {
     /// One HTTP client per role, so the media session's requests never share a connection
     /// (a TCP flow) with the primary session's.
     private let clients: [HTTPClient]
+    /// Per role, a TLS connection dialled while a websocket carrier's session is built, for
+    /// its first upgrade (`prepareConnection`).
+    private let preparedConnections: [PreparedConnection]
+    /// Per role, the carrier the last bridge page named.
+    private var pageModes: [CarrierMode?] = SessionRole.allCases.map { _ in nil }
     /// The supervisors, by `SessionRole.rawValue`.
     private var supervisors: [SessionSupervisor]
     private var mediaSession = MediaSessionState.unused
@@ -151,6 +156,7 @@ final class RelayService {
         clients = SessionRole.allCases.map { [dialer] _ in
             HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: clientConfiguration)
         }
+        preparedConnections = SessionRole.allCases.map { _ in PreparedConnection(loop: loop) }
         supervisors = SessionRole.allCases.map { [settings] role in
             SessionSupervisor(
                 secret: configuration.secret, host: configuration.host, basePath: configuration.basePath,
@@ -582,16 +588,16 @@ final class RelayService {
             // Its streams are closed; new media connections use the primary session until
             // the supervisor has rebuilt this one.
             clients[role.rawValue].closeIdleConnections()
+            preparedConnections[role.rawValue].discard()
             mediaSession = .down
             logger.warning(
                 "media session down: \(redactor.redacted(failure.message))", LogFields(stage: "carrier", error: failure.kind.rawValue))
             admitAwaitingMedia(to: .primary)
         case .sessionDown(let failure):
             sessionDown(failure)
-        case .log(let event) where role == .media:
-            logMedia(event)
         case .log(let event):
-            log(event)
+            prepareConnection(after: event, role)
+            if role == .media { logMedia(event) } else { log(event) }
         case .stopped:
             stoppedRoles.insert(role)
             if stoppedRoles.isSuperset(of: activeRoles) { finishStopping() }
@@ -642,7 +648,8 @@ final class RelayService {
         let socket = CarrierWebSocket(id: id, role: role, owner: self)
         sockets[id] = socket
         socket.attempt = WebSocketClient.connect(
-            to: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: configuration
+            to: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: configuration,
+            prepared: preparedConnections[role.rawValue]
         ) { [weak self, weak socket] result in
             guard let self, let socket, sockets[id] === socket else {
                 if case .success(let endpoint) = result { endpoint.abort() }
@@ -671,9 +678,29 @@ final class RelayService {
         }
     }
 
+    /// A websocket carrier's first upgrade needs a TCP and TLS handshake of its own, two round
+    /// trips after the session creation. Dialled when a build starts (the carrier pinned, or
+    /// named by the role's last page) or when the page names the carrier, the connection is
+    /// ready, or nearer, when the upgrade is due.
+    private func prepareConnection(after event: SessionLogEvent, _ role: SessionRole) {
+        let expected: CarrierMode?
+        switch event {
+        case .bootstrapping:
+            expected = CarrierMode(rawValue: configuration.carrier.rawValue) ?? pageModes[role.rawValue]
+        case .bridgePageParsed(let mode, _):
+            pageModes[role.rawValue] = mode
+            expected = mode
+        default:
+            return
+        }
+        guard expected == .websocket || expected == .websocketLanes else { return }
+        preparedConnections[role.rawValue].prepare(to: endpoint, dialer: dialer, resolver: resolver)
+    }
+
     private func sessionDown(_ failure: SessionFailure) {
         // Nothing pooled for a lost session is trusted: the next one dials afresh.
         clients[SessionRole.primary.rawValue].closeIdleConnections()
+        preparedConnections[SessionRole.primary.rawValue].discard()
         let wasUp = state == .up
         if state != .stopping { state = .down }
         carrier = nil
@@ -754,6 +781,7 @@ final class RelayService {
         cancelProgressCheck?()
         cancelProgressCheck = nil
         for client in clients { client.shutdown() }
+        for prepared in preparedConnections { prepared.discard() }
         onStatusChange?()
         let completion = stopCompletion
         stopCompletion = nil

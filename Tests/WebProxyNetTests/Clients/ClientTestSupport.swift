@@ -142,3 +142,11 @@ func webSocketEchoHandler(
         serverSide(echo)
     }
 }
+
+/// A loopback port nothing listens on: bound by the kernel's choice, then released.
+func closedLoopbackPort() throws -> UInt16 {
+    let fd = try Syscall.tcpSocket(SocketAddress.loopbackIPv4(port: 0).addressFamily)
+    defer { Syscall.close(fd) }
+    try Syscall.bind(fd, to: .loopbackIPv4(port: 0))
+    return try Syscall.localAddress(fd).port
+}
