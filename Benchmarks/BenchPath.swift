@@ -160,11 +160,12 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
     private let wan: WANLeg?
 
     /// `http1Only`: the relay selects HTTP/1.1 even when h2 is offered. `pacesUploads`: the
-    /// relay key `pace-uploads = yes`. With `wan`, a delay line sits between the daemon and
-    /// the relay.
+    /// relay key `pace-uploads = yes`. `pinsCarrier`: the relay key `carrier = <mode>` (else
+    /// the daemon follows the bridge page). With `wan`, a delay line sits between the daemon
+    /// and the relay.
     init(
         world: BenchWorld, mode: CarrierMode, relayLimits: RelayLimits = RelayLimits(), http1Only: Bool = false,
-        pacesUploads: Bool = false, wan shape: DelayLine.Shape? = nil
+        pacesUploads: Bool = false, pinsCarrier: Bool = false, wan shape: DelayLine.Shape? = nil
     ) throws {
         self.mode = mode
         name = "webproxyd \(mode.rawValue)" + (http1Only ? " (HTTP/1.1)" : "") + (pacesUploads ? " (pace-uploads)" : "")
@@ -186,6 +187,7 @@ final class DaemonPath: BenchPath, @unchecked Sendable {
             quickLink: link, listen: "127.0.0.1:\(listenPort)", caFile: world.caPath,
             connectTo: "127.0.0.1:\(wan?.port ?? relay.port)")
         relayConfiguration.paceUploads = pacesUploads
+        if pinsCarrier { relayConfiguration.carrier = CarrierChoice(rawValue: mode.rawValue) ?? .follow }
         metricsPort = unusedLoopbackPort()
         daemon = try Daemon(
             configuration: DaemonConfiguration(

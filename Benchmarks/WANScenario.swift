@@ -22,6 +22,9 @@ enum WANScenario {
         var name: String
         /// From the path's start (the daemon's, or the tunnel entry's) to a first connection's echo.
         var startToFirstEchoMilliseconds = Double.nan
+        /// The same with the daemon's carrier pinned (`carrier = <mode>`), so that the
+        /// WebSocket's connection is dialled from the session build's start; nan for the tunnel.
+        var pinnedStartMilliseconds = Double.nan
         /// A new connection's first echo once the path is warm: the median of `openSamples`.
         var firstEchoMilliseconds = Double.nan
         var idleMilliseconds = Double.nan
@@ -167,16 +170,18 @@ enum WANScenario {
         out += "echoing 64 bytes every 100 ms while they run; all of one session. Added: the chat's round trip "
         out += "minus its idle median. Messages: chat round trips completed during the bulk. Bulk share: "
         out += "the bulk bytes over the time the slower bulk took, as a share of the link's rate. "
-        out += "Start: from the daemon's (or the tunnel entry's) start to a first connection's echo. New: a "
+        out += "Start: from the daemon's (or the tunnel entry's) start to a first connection's echo; pinned: "
+        out += "the same with the carrier pinned (`carrier = <mode>`), as after a lost session. New: a "
         out += "new connection's first echo on the warm path (connect, init, 64 bytes, their echo), the "
         out += "median of \(openSamples). Both in base round trips (\(format(shape.roundTripMilliseconds)) ms); "
         out += "the delay line charges each new TCP connection one round trip, as a handshake costs.\n\n"
-        out += "| path | start RTT | new RTT | idle RTT ms |"
+        out += "| path | start RTT | pinned | new RTT | idle RTT ms |"
         for pattern in Pattern.allCases { out += " \(pattern): added median / p99 ms, messages, bulk share |" }
-        out += "\n|---|---:|---:|---:|" + String(repeating: "---|", count: Pattern.allCases.count) + "\n"
+        out += "\n|---|---:|---:|---:|---:|" + String(repeating: "---|", count: Pattern.allCases.count) + "\n"
         for result in results {
             let roundTrip = shape.roundTripMilliseconds
             out += "| \(result.name) | \(format(result.startToFirstEchoMilliseconds / roundTrip)) "
+            out += "| \(format(result.pinnedStartMilliseconds / roundTrip)) "
             out += "| \(format(result.firstEchoMilliseconds / roundTrip)) | \(format(result.idleMilliseconds)) |"
             for pattern in Pattern.allCases {
                 guard let loaded = result.loaded[pattern] else {

@@ -43,9 +43,20 @@ func runWAN(seconds: Double, output: String, carriers: [CarrierMode]) throws {
             case .websocketLanes: [(false, false)]
             }
         for variant in variants {
+            // Start with the carrier pinned, as after a lost session (the last page named it).
+            let pinned = try DaemonPath(
+                world: world, mode: mode, http1Only: variant.http1Only, pacesUploads: variant.pacesUploads,
+                pinsCarrier: true, wan: shape)
+            let pinnedStart = WANScenario.firstEcho(port: pinned.port, since: pinned.startedAt)
+            pinned.stop()
             let path = try DaemonPath(
                 world: world, mode: mode, http1Only: variant.http1Only, pacesUploads: variant.pacesUploads, wan: shape)
-            results.append(WANScenario.run(path, startedAt: path.startedAt, shape: shape, seconds: seconds, log: { say($0) }))
+            var result = WANScenario.run(path, startedAt: path.startedAt, shape: shape, seconds: seconds, log: { say($0) })
+            result.pinnedStartMilliseconds = pinnedStart ?? .nan
+            say(
+                "  \(path.name): start to first echo, carrier pinned, \(format(result.pinnedStartMilliseconds)) ms "
+                    + "(\(format(result.pinnedStartMilliseconds / shape.roundTripMilliseconds)) RTT)")
+            results.append(result)
             path.stop()
         }
     }

@@ -41,8 +41,8 @@ final class RelayService {
     /// Per role, a TLS connection dialled while a websocket carrier's session is built, for
     /// its first upgrade (`prepareConnection`).
     private let preparedConnections: [PreparedConnection]
-    /// Per role, the carrier the last bridge page named.
-    private var pageModes: [CarrierMode?] = SessionRole.allCases.map { _ in nil }
+    /// The carrier the relay's last bridge page named (either session's: one relay, one mode).
+    private var lastPageMode: CarrierMode?
     /// The supervisors, by `SessionRole.rawValue`.
     private var supervisors: [SessionSupervisor]
     private var mediaSession = MediaSessionState.unused
@@ -680,15 +680,15 @@ final class RelayService {
 
     /// A websocket carrier's first upgrade needs a TCP and TLS handshake of its own, two round
     /// trips after the session creation. Dialled when a build starts (the carrier pinned, or
-    /// named by the role's last page) or when the page names the carrier, the connection is
+    /// named by the last page) or when the page names the carrier, the connection is
     /// ready, or nearer, when the upgrade is due.
     private func prepareConnection(after event: SessionLogEvent, _ role: SessionRole) {
         let expected: CarrierMode?
         switch event {
         case .bootstrapping:
-            expected = CarrierMode(rawValue: configuration.carrier.rawValue) ?? pageModes[role.rawValue]
+            expected = CarrierMode(rawValue: configuration.carrier.rawValue) ?? lastPageMode
         case .bridgePageParsed(let mode, _):
-            pageModes[role.rawValue] = mode
+            lastPageMode = mode
             expected = mode
         default:
             return

@@ -55,4 +55,31 @@ import WebProxyTestRelay
         for client in clients { client.close() }
         await rig.stop()
     }
+
+    /// With a WebSocket carrier pinned, the socket's TLS connection is dialled as the session
+    /// build starts, not after it: while the relay holds each answer 500 ms, it has accepted
+    /// that second connection by the time it creates the session (over h2 the page and the
+    /// creation share the first), and the upgrade then takes it instead of dialling a third.
+    @Test(arguments: [CarrierMode.websocket, .websocketLanes])
+    func aPinnedWebSocketCarrierDialsItsSocketWhileTheSessionIsBuilt(mode: CarrierMode) async throws {
+        let harness = try await RelayServerHarness(mode: mode)
+        try await harness.withRelay { $0.faults.responseDelay = .milliseconds(500) }
+        let rig = try await EndToEndRig(mode: mode, harness: harness) {
+            $0.carrier = try #require(CarrierChoice(rawValue: mode.rawValue))
+        }
+        var atCreation = (sessions: 0, connections: 0)
+        for _ in 0..<2000 where atCreation.sessions == 0 {
+            atCreation = try await harness.withRelay { ($0.sessionCount, $0.connectionsAccepted) }
+            if atCreation.sessions == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(atCreation.sessions == 1)
+        #expect(atCreation.connections == 2, "\(atCreation.connections) connections when the session was created")
+        try rig.expectIntactEcho(streams: 1, bytesPerStream: 32 << 10, seed: 0x5a, within: .seconds(30), "\(mode)")
+        if mode == .websocket {
+            let connections = try await harness.withRelay { $0.connectionsAccepted }
+            #expect(connections == 2, "the upgrade dialled its own: \(connections) connections")
+        }
+        await rig.stop()
+        rig.expectNoCredentials()
+    }
 }
