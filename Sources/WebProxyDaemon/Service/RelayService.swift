@@ -38,6 +38,11 @@ final class RelayService {
     /// One HTTP client per role, so the media session's requests never share a connection
     /// (a TCP flow) with the primary session's.
     private let clients: [HTTPClient]
+    /// Per role, the client for https-lanes `/up`s of `bulkUplinkBytes` or more. Over h2 every
+    /// lane shares one TCP connection, where a chat lane's small `/up` waited behind the
+    /// bulk lanes' bodies; on a flow of their own, the bulk bodies queue apart from it.
+    private let bulkUplinkClients: [HTTPClient]
+    static let bulkUplinkBytes = 32 << 10
     /// Per role, a TLS connection dialled while a websocket carrier's session is built, for
     /// its first upgrade (`prepareConnection`).
     private let preparedConnections: [PreparedConnection]
@@ -153,9 +158,11 @@ final class RelayService {
             maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
             parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
             offersHTTP2: configuration.http2)
-        clients = SessionRole.allCases.map { [dialer] _ in
+        let makeClient = { [dialer] (_: SessionRole) in
             HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: clientConfiguration)
         }
+        clients = SessionRole.allCases.map(makeClient)
+        bulkUplinkClients = SessionRole.allCases.map(makeClient)
         preparedConnections = SessionRole.allCases.map { _ in PreparedConnection(loop: loop) }
         supervisors = SessionRole.allCases.map { [settings] role in
             SessionSupervisor(
@@ -189,8 +196,10 @@ final class RelayService {
     var stateSummary: String {
         activeRoles.map { role in
             let client = clients[role.rawValue]
+            let bulk = bulkUplinkClients[role.rawValue]
             return (role == .primary ? "" : "\(role) session: ") + supervisors[role.rawValue].stateSummary
-                + "; queued \(client.queuedRequestCount), connections \(client.openConnectionCount) (\(client.idleConnectionCount) idle)"
+                + "; queued \(client.queuedRequestCount + bulk.queuedRequestCount), connections "
+                + "\(client.openConnectionCount) (\(client.idleConnectionCount) idle), bulk uplink \(bulk.openConnectionCount)"
         }.joined(separator: " | ") + "; http tasks \(requests.count)"
     }
 
@@ -208,12 +217,13 @@ final class RelayService {
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
+        let allClients = clients + bulkUplinkClients
         let tlsConnections = TLSConnectionCounts(
-            http: clients.reduce(0) { $0 + $1.connectionsOpened },
-            httpResumed: clients.reduce(0) { $0 + $1.connectionsResumed },
-            http2: clients.reduce(0) { $0 + $1.connectionsOpenedHTTP2 }, webSocket: webSocketsOpened,
+            http: allClients.reduce(0) { $0 + $1.connectionsOpened },
+            httpResumed: allClients.reduce(0) { $0 + $1.connectionsResumed },
+            http2: allClients.reduce(0) { $0 + $1.connectionsOpenedHTTP2 }, webSocket: webSocketsOpened,
             webSocketResumed: webSocketsResumed,
-            open: clients.reduce(0) { $0 + $1.openConnectionCount } + sockets.values.filter { $0.endpoint != nil }.count)
+            open: allClients.reduce(0) { $0 + $1.openConnectionCount } + sockets.values.filter { $0.endpoint != nil }.count)
         var frames = FrameCounts()
         for supervisor in supervisors { frames.add(supervisor.frameCounts) }
         return RelaySnapshot(
@@ -588,6 +598,7 @@ final class RelayService {
             // Its streams are closed; new media connections use the primary session until
             // the supervisor has rebuilt this one.
             clients[role.rawValue].closeIdleConnections()
+            bulkUplinkClients[role.rawValue].closeIdleConnections()
             preparedConnections[role.rawValue].discard()
             mediaSession = .down
             logger.warning(
@@ -611,7 +622,10 @@ final class RelayService {
         let started = loop.now
         var httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
         httpRequest.silenceTimeout = silence
-        requests[id] = clients[role.rawValue].execute(httpRequest) { [weak self] result in
+        let isBulkUplink = if case .up(lane: .some) = operation { request.body.count >= Self.bulkUplinkBytes } else { false }
+        let client = (isBulkUplink ? bulkUplinkClients : clients)[role.rawValue]
+        let companion = (isBulkUplink ? clients : bulkUplinkClients)[role.rawValue]
+        requests[id] = client.execute(httpRequest) { [weak self] result in
             guard let self, requests.removeValue(forKey: id) != nil else { return }
             switch result {
             case .success(let response):
@@ -634,6 +648,11 @@ final class RelayService {
                 } else {
                     logger.debug(line, LogFields(stage: "http", error: "\(error.kind)"))
                 }
+                // The role's two clients share the path. A fault one of them meets may have
+                // left the other's connections dead without their knowing (a lost path sends
+                // no FIN), so they are pinged, or closed when idle, instead of waiting out a
+                // request's deadline first.
+                if [.connectFailed, .noResponse, .timedOut].contains(error.kind) { companion.closeIdleConnections() }
                 handle(.httpFailed(id), role)
             }
         }
@@ -700,6 +719,7 @@ final class RelayService {
     private func sessionDown(_ failure: SessionFailure) {
         // Nothing pooled for a lost session is trusted: the next one dials afresh.
         clients[SessionRole.primary.rawValue].closeIdleConnections()
+        bulkUplinkClients[SessionRole.primary.rawValue].closeIdleConnections()
         preparedConnections[SessionRole.primary.rawValue].discard()
         let wasUp = state == .up
         if state != .stopping { state = .down }
@@ -780,7 +800,7 @@ final class RelayService {
         timers = [:]
         cancelProgressCheck?()
         cancelProgressCheck = nil
-        for client in clients { client.shutdown() }
+        for client in clients + bulkUplinkClients { client.shutdown() }
         for prepared in preparedConnections { prepared.discard() }
         onStatusChange?()
         let completion = stopCompletion
