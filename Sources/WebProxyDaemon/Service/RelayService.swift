@@ -158,11 +158,16 @@ final class RelayService {
             maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
             parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
             offersHTTP2: configuration.http2)
-        let makeClient = { [dialer] (_: SessionRole) in
+        // Over HTTP/1.1 a session needs two connections from its first carrier request on
+        // (the parked poll and an /up): the second is dialled while the bootstrap runs.
+        var sessionConfiguration = clientConfiguration
+        sessionConfiguration.http1WarmConnections = 2
+        clients = SessionRole.allCases.map { [dialer, sessionConfiguration] _ in
+            HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: sessionConfiguration)
+        }
+        bulkUplinkClients = SessionRole.allCases.map { [dialer] _ in
             HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: clientConfiguration)
         }
-        clients = SessionRole.allCases.map(makeClient)
-        bulkUplinkClients = SessionRole.allCases.map(makeClient)
         preparedConnections = SessionRole.allCases.map { _ in PreparedConnection(loop: loop) }
         supervisors = SessionRole.allCases.map { [settings] role in
             SessionSupervisor(

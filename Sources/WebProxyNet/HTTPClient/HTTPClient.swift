@@ -35,6 +35,11 @@ public final class HTTPClient {
         /// An HTTP/2 connection whose PING (sent after a silence or a timed-out request)
         /// brings nothing back within this long is closed with its requests.
         public var pingTimeout: Duration
+        /// Over HTTP/1.1, the connections opened as soon as a first one, alone in the pool,
+        /// finds the server speaks it (1: no more than requests ask for). A caller that
+        /// always needs several at once (a parked poll beside an upload) then does not wait
+        /// for the later handshakes.
+        public var http1WarmConnections: Int
 
         /// The most connections one client may hold.
         public static let connectionCeiling = 256
@@ -42,7 +47,8 @@ public final class HTTPClient {
         public init(
             maxConnections: Int = 8, maxQueuedRequests: Int = 1024, requestTimeout: Duration = .seconds(90),
             idleTimeout: Duration = .seconds(60), parserLimits: HTTPParserLimits = HTTPParserLimits(),
-            dialPatience: Duration = .seconds(2), offersHTTP2: Bool = true, pingTimeout: Duration = .seconds(5)
+            dialPatience: Duration = .seconds(2), offersHTTP2: Bool = true, pingTimeout: Duration = .seconds(5),
+            http1WarmConnections: Int = 1
         ) {
             self.maxConnections = maxConnections
             self.maxQueuedRequests = maxQueuedRequests
@@ -52,6 +58,7 @@ public final class HTTPClient {
             self.dialPatience = dialPatience
             self.offersHTTP2 = offersHTTP2
             self.pingTimeout = pingTimeout
+            self.http1WarmConnections = http1WarmConnections
         }
     }
 
@@ -262,6 +269,10 @@ public final class HTTPClient {
                     connections[ObjectIdentifier(connection)] = connection
                     becameIdle(connection)
                     dispatch()  // the requests that waited to learn the protocol dial now
+                    if openConnectionCount == 1 {
+                        let warm = min(configuration.http1WarmConnections, configuration.maxConnections)
+                        for _ in 0..<max(0, warm - openConnectionCount - dials.count) { startDial() }
+                    }
                     return
                 }
                 connectionsOpenedHTTP2 += 1

@@ -150,3 +150,10 @@ func closedLoopbackPort() throws -> UInt16 {
     try Syscall.bind(fd, to: .loopbackIPv4(port: 0))
     return try Syscall.localAddress(fd).port
 }
+
+/// Runs `then` on the loop once `condition` holds, checking every 10 ms; the caller's
+/// `onLoop` timeout bounds the wait.
+func when(_ loop: EventLoop, _ condition: @escaping () -> Bool, then: @escaping () -> Void) {
+    if condition() { return then() }
+    _ = loop.scheduleTimer(after: .milliseconds(10)) { when(loop, condition, then: then) }
+}

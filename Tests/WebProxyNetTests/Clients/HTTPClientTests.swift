@@ -47,6 +47,35 @@ struct HTTPClientTests {
         }
     }
 
+    @Test func aWarmHTTP1PoolOpensItsSecondConnectionWithTheFirst() async throws {
+        let tls = try ClientTLS()
+        try await withLoopAndResolver { loop, resolver in
+            let (openedBefore, connection, openedAfter): (Int, Int, Int) = try await onLoop(loop) { done in
+                var parked: [HTTPResponder] = []
+                let server = try startTestServer(on: loop, context: tls.server) { request, responder in
+                    if request.head.target == "/park" { return parked.append(responder) }
+                    responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: [UInt8](String(request.connectionNumber).utf8))
+                }
+                var configuration = HTTPClient.Configuration()
+                configuration.http1WarmConnections = 2
+                let client = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client, configuration: configuration)
+                client.execute(HTTPClientRequest(method: "GET", target: "/park")) { _ in }
+                // Only one request was made: the second connection comes from the warm-up.
+                when(loop, { client.openConnectionCount == 2 }) {
+                    let openedBefore = client.connectionsOpened
+                    client.execute(HTTPClientRequest(method: "GET", target: "/now")) { result in
+                        let connection = (try? result.get()).flatMap { Int(String(decoding: $0.body, as: UTF8.self)) } ?? 0
+                        done((openedBefore, connection, client.connectionsOpened))
+                    }
+                }
+            }
+            #expect(openedBefore == 2)
+            // The second request took the warm connection instead of dialling.
+            #expect(connection == 2)
+            #expect(openedAfter == 2)
+        }
+    }
+
     @Test func connectionCloseFromEitherSideIsHonoured() async throws {
         let tls = try ClientTLS()
         try await withLoopAndResolver { loop, resolver in

@@ -3,13 +3,6 @@ import WebProxyTestSupport
 
 @testable import WebProxyNet
 
-/// Runs `then` on the loop once `condition` holds, checking every 10 ms; the caller's
-/// `onLoop` timeout bounds the wait.
-private func when(_ loop: EventLoop, _ condition: @escaping () -> Bool, then: @escaping () -> Void) {
-    if condition() { return then() }
-    _ = loop.scheduleTimer(after: .milliseconds(10)) { when(loop, condition, then: then) }
-}
-
 @Suite("PreparedConnection: a TLS connection dialled ahead for the next WebSocket upgrade")
 struct PreparedConnectionTests {
     /// A WebSocket echo server that records the number of the connection each upgrade came on.
