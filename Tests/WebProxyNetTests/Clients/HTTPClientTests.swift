@@ -54,11 +54,13 @@ struct HTTPClientTests {
                 var parked: [HTTPResponder] = []
                 let server = try startTestServer(on: loop, context: tls.server) { request, responder in
                     if request.head.target == "/park" { return parked.append(responder) }
-                    responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: [UInt8](String(request.connectionNumber).utf8))
+                    let number = Array(String(request.connectionNumber).utf8)
+                    responder.respond(HTTPResponseHead(status: 200, reason: "OK"), body: number)
                 }
                 var configuration = HTTPClient.Configuration()
                 configuration.http1WarmConnections = 2
-                let client = makeClient(for: server, loop: loop, resolver: resolver, context: tls.client, configuration: configuration)
+                let client = makeClient(
+                    for: server, loop: loop, resolver: resolver, context: tls.client, configuration: configuration)
                 client.execute(HTTPClientRequest(method: "GET", target: "/park")) { _ in }
                 // Only one request was made: the second connection comes from the warm-up.
                 when(loop, { client.openConnectionCount == 2 }) {
