@@ -38,11 +38,6 @@ final class RelayService {
     /// One HTTP client per role, so the media session's requests never share a connection
     /// (a TCP flow) with the primary session's.
     private let clients: [HTTPClient]
-    /// Per role, the client for https-lanes `/up`s of `bulkUplinkBytes` or more. Over h2 every
-    /// lane shares one TCP connection, where a chat lane's small `/up` waited behind the
-    /// bulk lanes' bodies; on a flow of their own, the bulk bodies queue apart from it.
-    private let bulkUplinkClients: [HTTPClient]
-    static let bulkUplinkBytes = 32 << 10
     /// Per role, a TLS connection dialled while a websocket carrier's session is built, for
     /// its first upgrade (`prepareConnection`).
     private let preparedConnections: [PreparedConnection]
@@ -153,19 +148,14 @@ final class RelayService {
         settings.requiredCarrier = CarrierMode(rawValue: configuration.carrier.rawValue)
         settings.maxStreams = min(settings.maxStreams, configuration.maxStreams)
         settings.pacesUplink = settings.pacesUplink || configuration.paceUploads
-        // Long polls each hold a connection: https-lanes needs one per lane plus uplinks.
+        // Long polls each hold a connection: https-lanes needs one per lane plus uplinks. Over
+        // HTTP/1.1 a session needs two from its first carrier request on (the parked poll and
+        // an /up): the second is dialled while the bootstrap runs.
         let clientConfiguration = HTTPClient.Configuration(
             maxConnections: min(HTTPClient.Configuration.connectionCeiling, 2 * settings.maxStreams + 4),
             parserLimits: HTTPParserLimits(maxBodyBytes: RelayTransport.maxResponseBodyBytes),
-            offersHTTP2: configuration.http2)
-        // Over HTTP/1.1 a session needs two connections from its first carrier request on
-        // (the parked poll and an /up): the second is dialled while the bootstrap runs.
-        var sessionConfiguration = clientConfiguration
-        sessionConfiguration.http1WarmConnections = 2
-        clients = SessionRole.allCases.map { [dialer, sessionConfiguration] _ in
-            HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: sessionConfiguration)
-        }
-        bulkUplinkClients = SessionRole.allCases.map { [dialer] _ in
+            offersHTTP2: configuration.http2, http1WarmConnections: 2)
+        clients = SessionRole.allCases.map { [dialer] _ in
             HTTPClient(endpoint: endpoint, dialer: dialer, resolver: resolver, loop: loop, configuration: clientConfiguration)
         }
         preparedConnections = SessionRole.allCases.map { _ in PreparedConnection(loop: loop) }
@@ -201,10 +191,8 @@ final class RelayService {
     var stateSummary: String {
         activeRoles.map { role in
             let client = clients[role.rawValue]
-            let bulk = bulkUplinkClients[role.rawValue]
             return (role == .primary ? "" : "\(role) session: ") + supervisors[role.rawValue].stateSummary
-                + "; queued \(client.queuedRequestCount + bulk.queuedRequestCount), connections "
-                + "\(client.openConnectionCount) (\(client.idleConnectionCount) idle), bulk uplink \(bulk.openConnectionCount)"
+                + "; queued \(client.queuedRequestCount), connections \(client.openConnectionCount) (\(client.idleConnectionCount) idle)"
         }.joined(separator: " | ") + "; http tasks \(requests.count)"
     }
 
@@ -222,13 +210,12 @@ final class RelayService {
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
             sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
-        let allClients = clients + bulkUplinkClients
         let tlsConnections = TLSConnectionCounts(
-            http: allClients.reduce(0) { $0 + $1.connectionsOpened },
-            httpResumed: allClients.reduce(0) { $0 + $1.connectionsResumed },
-            http2: allClients.reduce(0) { $0 + $1.connectionsOpenedHTTP2 }, webSocket: webSocketsOpened,
+            http: clients.reduce(0) { $0 + $1.connectionsOpened },
+            httpResumed: clients.reduce(0) { $0 + $1.connectionsResumed },
+            http2: clients.reduce(0) { $0 + $1.connectionsOpenedHTTP2 }, webSocket: webSocketsOpened,
             webSocketResumed: webSocketsResumed,
-            open: allClients.reduce(0) { $0 + $1.openConnectionCount } + sockets.values.filter { $0.endpoint != nil }.count)
+            open: clients.reduce(0) { $0 + $1.openConnectionCount } + sockets.values.filter { $0.endpoint != nil }.count)
         var frames = FrameCounts()
         for supervisor in supervisors { frames.add(supervisor.frameCounts) }
         return RelaySnapshot(
@@ -603,7 +590,6 @@ final class RelayService {
             // Its streams are closed; new media connections use the primary session until
             // the supervisor has rebuilt this one.
             clients[role.rawValue].closeIdleConnections()
-            bulkUplinkClients[role.rawValue].closeIdleConnections()
             preparedConnections[role.rawValue].discard()
             mediaSession = .down
             logger.warning(
@@ -627,10 +613,7 @@ final class RelayService {
         let started = loop.now
         var httpRequest = RelayTransport.httpRequest(request, timeout: max(timeout, .milliseconds(1)))
         httpRequest.silenceTimeout = silence
-        let isBulkUplink = if case .up(lane: .some) = operation { request.body.count >= Self.bulkUplinkBytes } else { false }
-        let client = (isBulkUplink ? bulkUplinkClients : clients)[role.rawValue]
-        let companion = (isBulkUplink ? clients : bulkUplinkClients)[role.rawValue]
-        requests[id] = client.execute(httpRequest) { [weak self] result in
+        requests[id] = clients[role.rawValue].execute(httpRequest) { [weak self] result in
             guard let self, requests.removeValue(forKey: id) != nil else { return }
             switch result {
             case .success(let response):
@@ -653,11 +636,6 @@ final class RelayService {
                 } else {
                     logger.debug(line, LogFields(stage: "http", error: "\(error.kind)"))
                 }
-                // The role's two clients share the path. A fault one of them meets may have
-                // left the other's connections dead without their knowing (a lost path sends
-                // no FIN), so they are pinged, or closed when idle, instead of waiting out a
-                // request's deadline first.
-                if [.connectFailed, .noResponse, .timedOut].contains(error.kind) { companion.closeIdleConnections() }
                 handle(.httpFailed(id), role)
             }
         }
@@ -724,7 +702,6 @@ final class RelayService {
     private func sessionDown(_ failure: SessionFailure) {
         // Nothing pooled for a lost session is trusted: the next one dials afresh.
         clients[SessionRole.primary.rawValue].closeIdleConnections()
-        bulkUplinkClients[SessionRole.primary.rawValue].closeIdleConnections()
         preparedConnections[SessionRole.primary.rawValue].discard()
         let wasUp = state == .up
         if state != .stopping { state = .down }
@@ -805,7 +782,7 @@ final class RelayService {
         timers = [:]
         cancelProgressCheck?()
         cancelProgressCheck = nil
-        for client in clients + bulkUplinkClients { client.shutdown() }
+        for client in clients { client.shutdown() }
         for prepared in preparedConnections { prepared.discard() }
         onStatusChange?()
         let completion = stopCompletion

@@ -154,10 +154,6 @@ public final class TestRelayServer: @unchecked Sendable {
     /// counted before the engine applies them (replayed bodies count again; loop thread).
     public private(set) var uplinkDataBytes = 0
 
-    /// Per client connection (numbered from 1), the largest `/up` body it carried (loop
-    /// thread): which TCP flow carried the bulk uploads.
-    public private(set) var largestUpBodyByConnection: [Int: Int] = [:]
-
     /// TLS handshakes with clients that failed (loop thread).
     public var failedHandshakeCount: Int { http?.failedHandshakes ?? 0 }
 
@@ -261,11 +257,7 @@ public final class TestRelayServer: @unchecked Sendable {
             requestPaths[id] = nil
             dispatch { engine, now in engine.connectionClosed(id, now: now) }
         }
-        if request.head.method == "POST", request.head.target.hasSuffix("/up") {
-            countUplinkData(request.body)
-            largestUpBodyByConnection[request.connectionNumber] = max(
-                largestUpBodyByConnection[request.connectionNumber] ?? 0, request.body.count)
-        }
+        if request.head.method == "POST", request.head.target.hasSuffix("/up") { countUplinkData(request.body) }
         let relayRequest = RelayRequest(
             method: request.head.method, rawTarget: request.head.target,
             headers: request.head.headers.map { (name: $0.name, value: $0.value) },

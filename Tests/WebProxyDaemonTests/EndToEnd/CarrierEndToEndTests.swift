@@ -30,10 +30,9 @@ import WebProxyTestRelay
         let (sessions, connections) = try await rig.harness.withRelay { ($0.sessionCount, $0.connectionsAccepted) }
         #expect(sessions == 1)
         // Over h2 the https carriers need one TLS connection for everything: bridge page,
-        // session, every /up and /down, except that https-lanes sends its lanes' bulk /ups
-        // (these streams' are) on a second. WebSockets add theirs (HTTP/1.1 upgrades).
+        // session, every /up and /down. WebSockets add theirs (HTTP/1.1 upgrades).
         if TestCertificateAuthority.testServerALPN.first == "h2", mode == .https || mode == .httpsLanes {
-            #expect(connections == (mode == .https ? 1 : 2), "\(mode) opened \(connections) TLS connections")
+            #expect(connections == 1, "\(mode) opened \(connections) TLS connections")
         }
         for client in clients { client.close() }
 
@@ -85,28 +84,5 @@ import WebProxyTestRelay
         }
         await rig.stop()
         rig.expectNoCredentials()
-    }
-
-    /// On https-lanes a lane's /up of 32 KiB or more goes on a connection of its own (over h2
-    /// the lanes otherwise share one), so a chat lane's small /ups never queue behind bulk
-    /// bodies; the bootstrap connection carries only the small ones.
-    @Test func largeLaneUploadsTravelOnAConnectionOfTheirOwn() async throws {
-        let rig = try await EndToEndRig(mode: .httpsLanes)
-        let chat = try #require(rig.connect(timeoutSeconds: 30))
-        let bulk = try #require(rig.connect(timeoutSeconds: 30))
-        let message = testPayloads(count: 1, size: 64, seed: 21)[0]
-        #expect(chat.send(message))
-        #expect(chat.receive(count: 64) == message)
-        let upload = testPayloads(count: 1, size: 1 << 20, seed: 22)[0]
-        #expect(bulk.send(upload))
-        #expect(bulk.receive(count: upload.count) == upload)
-        #expect(chat.send(message))
-        #expect(chat.receive(count: 64) == message)
-        let largest = try await rig.harness.withRelay { $0.largestUpBodyByConnection }
-        #expect((largest[1] ?? 0) < RelayService.bulkUplinkBytes, "bootstrap connection: \(largest)")
-        #expect(largest.values.contains { $0 >= RelayService.bulkUplinkBytes }, "\(largest)")
-        chat.close()
-        bulk.close()
-        await rig.stop()
     }
 }
