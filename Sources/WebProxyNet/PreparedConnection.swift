@@ -21,10 +21,10 @@ public final class PreparedConnection: ByteStreamDelegate {
     }
 
     /// Whether a connection is held or being dialled.
-    public var isPrepared: Bool { dial != nil || held != nil }
+    var isPrepared: Bool { dial != nil || held != nil }
 
-    /// Whether a dialled connection waits for a taker.
-    public var isHolding: Bool { held != nil }
+    /// Whether a dialled connection waits for a taker (for the tests).
+    var isHolding: Bool { held != nil }
 
     /// Dials `endpoint` unless a connection is held or being dialled already.
     public func prepare(to endpoint: SecureEndpoint, dialer: SecureDialer, resolver: Resolver) {
