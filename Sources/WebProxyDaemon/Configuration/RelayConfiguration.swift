@@ -35,9 +35,10 @@ public struct RelayConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// Whether the https carriers offer h2 (a browser does). Off, every request goes over
     /// HTTP/1.1, whose lanes each get a TCP flow of their own.
     public var http2: Bool
-    /// Whether connections to a Telegram media cluster (file downloads) get a second relay
-    /// session of their own, and with it their own TCP flow, so chat does not queue behind
-    /// them (`SessionRole`). Not used on websocket-lanes, whose streams have a flow each.
+    /// Whether Telegram's file transfers (media-cluster connections, and a DC's connections
+    /// beside its chat) get relay sessions of their own, and with them their own TCP flows, so
+    /// chat does not queue behind them (`SessionRole`). Not used on websocket-lanes, whose
+    /// streams have a flow each.
     public var mediaSession: Bool
     /// Whether the websocket carrier paces bulk uploads (`UplinkPacer`): chat stays quick
     /// beside them, at a third of the upload rate on a congested path. Off by default.

@@ -17,6 +17,9 @@ final class LocalSocket: ByteStreamDelegate {
     var eofPending = false
     /// Whether the session allows reading (its last pause/resume).
     var sessionAllowsReading = true
+    /// The DC its obfuscated2 init names, when the primary session carries it: a DC's first
+    /// connection is its chat (`RelayService.classify`).
+    var primaryDC: Int16?
     /// Relay bytes handed to the socket with `write`.
     private var handed = 0
     /// Of those, bytes already reported as written.

@@ -10,11 +10,13 @@ import WebProxyNet
 /// the HTTP clients, WebSockets and timers that carry out their actions. Every method runs on
 /// the loop thread.
 ///
-/// A new local connection is admitted once its first read (the obfuscated2 init) is in:
-/// a media-cluster connection goes to the media session, every other one to the primary
-/// session. The media session is built when the first such connection arrives, and that
-/// connection waits for its first build (at most `mediaSessionWait`); whenever the media
-/// session is not up, media connections go to the primary session instead.
+/// A new local connection is admitted once its first read (the obfuscated2 init) is in, and
+/// goes to one of up to three sessions (`SessionRole`): a media-cluster connection (file
+/// downloads) to the media session, a DC's connection while another to that DC is open on the
+/// primary session (uploads) to the transfer session, every other one to the primary session.
+/// A side session is built when its first connection arrives, and that connection waits for
+/// its first build (at most `sideSessionWait`); whenever a side session is not up, its
+/// connections go to the primary session instead.
 ///
 /// Events are handled one at a time: an action that causes another event (a write the kernel
 /// took, a connection that failed) queues it, and the queue drains before control returns
@@ -35,8 +37,7 @@ final class RelayService {
     private let redactor: SecretRedactor
     private let dialer: SecureDialer
     private let endpoint: SecureEndpoint
-    /// One HTTP client per role, so the media session's requests never share a connection
-    /// (a TCP flow) with the primary session's.
+    /// One HTTP client per role, so no two sessions' requests share a connection (a TCP flow).
     private let clients: [HTTPClient]
     /// Per role, a TLS connection dialled while a websocket carrier's session is built, for
     /// its first upgrade (`prepareConnection`).
@@ -45,7 +46,8 @@ final class RelayService {
     private var lastPageMode: CarrierMode?
     /// The supervisors, by `SessionRole.rawValue`.
     private var supervisors: [SessionSupervisor]
-    private var mediaSession = MediaSessionState.unused
+    /// The side sessions' state, by role; a role absent was never needed.
+    private var sideSessions: [SessionRole: SideSessionState] = [:]
     /// The loop time that is `MonotonicInstant.start` for the supervisor.
     private let origin: MonotonicTime
 
@@ -56,9 +58,9 @@ final class RelayService {
     /// Accepted connections whose first read has not come yet, with the timer that admits
     /// one anyway (to the primary session) if it stays silent.
     private var unadmitted: [ConnectionID: () -> Void] = [:]
-    /// Media-cluster connections waiting for the media session's first build, with the
-    /// timer that gives up on it.
-    private var awaitingMedia: [ConnectionID: () -> Void] = [:]
+    /// Connections waiting for their side session's first build, with the timer that gives
+    /// up on it.
+    private var awaitingSide: [ConnectionID: (role: SessionRole, cancel: () -> Void)] = [:]
     private var nextConnection: UInt64 = 1
     private var requests: [RequestID: HTTPClientTask] = [:]
     private var sockets: [SocketID: CarrierWebSocket] = [:]
@@ -74,20 +76,18 @@ final class RelayService {
         let timer: SessionTimer
     }
 
-    private enum MediaSessionState {
-        /// No media-cluster connection came yet.
-        case unused
-        /// Its first build is under way: media connections wait for it.
+    private enum SideSessionState {
+        /// Its first build is under way: its connections wait for it.
         case firstBuild
         case up
-        /// Lost or never built; its supervisor rebuilds it, media connections go primary.
+        /// Lost or never built; its supervisor rebuilds it, its connections go primary.
         case down
     }
 
     /// How long a silent new connection waits before it is admitted without its first bytes.
     static let firstReadWait = Duration.milliseconds(250)
-    /// How long a media connection waits for the media session's first build.
-    static let mediaSessionWait = Duration.seconds(3)
+    /// How long a connection waits for its side session's first build.
+    static let sideSessionWait = Duration.seconds(3)
 
     private enum Work {
         case event(SessionEvent, SessionRole)
@@ -185,7 +185,7 @@ final class RelayService {
     private var primary: SessionSupervisor { supervisors[SessionRole.primary.rawValue] }
 
     /// The roles whose supervisors run.
-    private var activeRoles: [SessionRole] { mediaSession == .unused ? [.primary] : SessionRole.allCases }
+    private var activeRoles: [SessionRole] { SessionRole.allCases.filter { $0 == .primary || sideSessions[$0] != nil } }
 
     /// The sessions' state in counts, for stall reports.
     var stateSummary: String {
@@ -410,31 +410,42 @@ final class RelayService {
         onStatusChange?()
     }
 
-    /// Picks the session for a connection whose first read came: the media session for a
-    /// media-cluster init (the init complete in that read), when that session is used.
+    /// Picks the session for a connection whose first read came (the init complete in that
+    /// read). Telegram Desktop keeps one connection per DC for chat and opens more to the same
+    /// DC for uploads (and for downloads where the DC has no media cluster): a DC's connection
+    /// beside one open on the primary session is a transfer.
     private func classify(_ id: ConnectionID, _ local: LocalSocket) {
-        let media = ObfuscatedInit(local.inbox, secret: configuration.secret)?.isMediaCluster ?? false
-        guard media, configuration.mediaSession, primary.sessionMode.map({ $0 != .websocketLanes }) ?? true else {
+        let opening = ObfuscatedInit(local.inbox, secret: configuration.secret)
+        let role: SessionRole =
+            switch opening {
+            case .some(let opening) where opening.isMediaCluster: .media
+            case .some(let opening) where locals.values.contains(where: { $0.primaryDC == opening.dc }): .transfer
+            default: .primary
+            }
+        guard role != .primary, configuration.mediaSession, primary.sessionMode.map({ $0 != .websocketLanes }) ?? true
+        else {
+            local.primaryDC = opening?.dc
             admit(id, to: .primary)
             return
         }
-        switch mediaSession {
+        switch sideSessions[role] {
         case .up:
-            admit(id, to: .media)
+            admit(id, to: role)
         case .down:
             admit(id, to: .primary)
-        case .unused, .firstBuild:
+        case nil, .firstBuild:
             unadmitted.removeValue(forKey: id)?()
-            awaitingMedia[id] = schedule(after: Self.mediaSessionWait) { [weak self] in
+            let cancel = schedule(after: Self.sideSessionWait) { [weak self] in
                 // Slow to build: count it as down until it comes up, so nothing else waits.
                 guard let self else { return }
-                if mediaSession == .firstBuild { mediaSession = .down }
-                admitAwaitingMedia(to: .primary)
+                if sideSessions[role] == .firstBuild { sideSessions[role] = .down }
+                admitAwaiting(role, to: .primary)
             }
-            if mediaSession == .unused {
-                mediaSession = .firstBuild
-                logger.info("building a media session for file downloads", LogFields(stage: "bootstrap"))
-                handle(.start, .media)
+            awaitingSide[id] = (role, cancel)
+            if sideSessions[role] == nil {
+                sideSessions[role] = .firstBuild
+                logger.info("building a \(role) session for \(role.carried)", LogFields(stage: "bootstrap"))
+                handle(.start, role)
             }
         }
     }
@@ -442,7 +453,7 @@ final class RelayService {
     /// Hands a connection to a session; its held bytes follow.
     private func admit(_ id: ConnectionID, to role: SessionRole) {
         unadmitted.removeValue(forKey: id)?()
-        awaitingMedia.removeValue(forKey: id)?()
+        awaitingSide.removeValue(forKey: id)?.cancel()
         guard locals[id] != nil, roles[id] == nil else { return }
         roles[id] = role
         handle(.localAccepted(id), role)
@@ -450,8 +461,11 @@ final class RelayService {
         drain()
     }
 
-    private func admitAwaitingMedia(to role: SessionRole) {
-        for id in awaitingMedia.keys.sorted() { admit(id, to: role) }
+    /// Admits the connections waiting for `side`'s first build to `role`.
+    private func admitAwaiting(_ side: SessionRole, to role: SessionRole) {
+        for (id, _) in awaitingSide.filter({ $0.value.role == side }).sorted(by: { $0.key < $1.key }) {
+            admit(id, to: role)
+        }
     }
 
     /// Runs `body` on the loop after `delay`; returns what cancels it.
@@ -478,7 +492,7 @@ final class RelayService {
     func localClosed(_ id: ConnectionID, failed: Bool) {
         guard locals.removeValue(forKey: id) != nil else { return }
         unadmitted.removeValue(forKey: id)?()
-        awaitingMedia.removeValue(forKey: id)?()
+        awaitingSide.removeValue(forKey: id)?.cancel()
         if let role = roles.removeValue(forKey: id) { handle(failed ? .localError(id) : .localEOF(id), role) }
         onStatusChange?()
     }
@@ -574,10 +588,10 @@ final class RelayService {
             timers[key] = { [loop] in loop.cancelTimer(scheduled) }
         case .cancelTimer(let timer):
             timers.removeValue(forKey: RoleTimer(role: role, timer: timer))?()
-        case .sessionUp(let mode) where role == .media:
-            mediaSession = .up
-            logger.info("media session up", LogFields(stage: "carrier", carrier: mode.rawValue))
-            admitAwaitingMedia(to: .media)
+        case .sessionUp(let mode) where role != .primary:
+            sideSessions[role] = .up
+            logger.info("\(role) session up", LogFields(stage: "carrier", carrier: mode.rawValue))
+            admitAwaiting(role, to: role)
         case .sessionUp(let mode):
             state = .up
             carrier = mode
@@ -586,20 +600,21 @@ final class RelayService {
             logger.notice(
                 "session up", LogFields(event: .sessionUp, stage: "carrier", carrier: mode.rawValue, streams: locals.count))
             onStatusChange?()
-        case .sessionDown(let failure) where role == .media:
-            // Its streams are closed; new media connections use the primary session until
-            // the supervisor has rebuilt this one.
+        case .sessionDown(let failure) where role != .primary:
+            // Its streams are closed; its new connections use the primary session until the
+            // supervisor has rebuilt this one.
             clients[role.rawValue].closeIdleConnections()
             preparedConnections[role.rawValue].discard()
-            mediaSession = .down
+            sideSessions[role] = .down
             logger.warning(
-                "media session down: \(redactor.redacted(failure.message))", LogFields(stage: "carrier", error: failure.kind.rawValue))
-            admitAwaitingMedia(to: .primary)
+                "\(role) session down: \(redactor.redacted(failure.message))",
+                LogFields(stage: "carrier", error: failure.kind.rawValue))
+            admitAwaiting(role, to: .primary)
         case .sessionDown(let failure):
             sessionDown(failure)
         case .log(let event):
             prepareConnection(after: event, role)
-            if role == .media { logMedia(event) } else { log(event) }
+            if role == .primary { log(event) } else { logSide(event, role) }
         case .stopped:
             stoppedRoles.insert(role)
             if stoppedRoles.isSuperset(of: activeRoles) { finishStopping() }
@@ -751,15 +766,15 @@ final class RelayService {
         }
     }
 
-    /// The media session's own lines: what needs the operator stays at its level, the
-    /// routine of building and retrying goes to debug.
-    private func logMedia(_ event: SessionLogEvent) {
+    /// A side session's own lines: what needs the operator stays at its level, the routine
+    /// of building and retrying goes to debug.
+    private func logSide(_ event: SessionLogEvent, _ role: SessionRole) {
         switch event {
         case .streamAborted, .sessionStalled, .localConnectionRefused:
             log(event)
         case .bootstrapping, .bridgePageParsed, .requestRetry, .rebuildScheduled, .idleSessionRecycled,
             .sessionDeleted:
-            logger.debug("media session: \(event)", LogFields(stage: "carrier"))
+            logger.debug("\(role) session: \(event)", LogFields(stage: "carrier"))
         }
     }
 
@@ -772,8 +787,8 @@ final class RelayService {
         roles = [:]
         for cancel in unadmitted.values { cancel() }
         unadmitted = [:]
-        for cancel in awaitingMedia.values { cancel() }
-        awaitingMedia = [:]
+        for waiting in awaitingSide.values { waiting.cancel() }
+        awaitingSide = [:]
         for request in requests.values { request.cancel() }
         requests = [:]
         for socket in sockets.values { socket.close() }
@@ -793,15 +808,33 @@ final class RelayService {
 
 /// Which of a relay's sessions carries a local connection.
 enum SessionRole: Int, CaseIterable, CustomStringConvertible {
-    /// Every connection but the media cluster's, and those too while the media session is down.
+    /// Chat: every connection but file transfers, and those too while their session is down.
     case primary
     /// Telegram's media-cluster connections (file downloads), on a TCP flow of their own.
     case media
+    /// A DC's connections beside its chat (Telegram Desktop's uploads, and its downloads where
+    /// the DC has no media cluster), on a TCP flow of their own.
+    case transfer
 
-    /// Where the role's request and socket ids start, so the two supervisors' never meet.
+    /// Where the role's request and socket ids start, so no two supervisors' ids meet.
     var identifierBase: UInt64 { UInt64(rawValue) << 56 }
 
-    var description: String { self == .primary ? "primary" : "media" }
+    var description: String {
+        switch self {
+        case .primary: "primary"
+        case .media: "media"
+        case .transfer: "transfer"
+        }
+    }
+
+    /// What a side session carries, for the line that says it is being built.
+    var carried: String {
+        switch self {
+        case .primary: "chat"
+        case .media: "file downloads"
+        case .transfer: "uploads"
+        }
+    }
 }
 
 /// A relay cannot be started with its configuration.
