@@ -3,8 +3,8 @@ import Synchronization
 import WebProxyTestSupport
 
 /// Latency under load on an emulated WAN (`DelayLine` between the path's client side and its
-/// server side): a chat connection echoes 64 bytes every 100 ms while two bulk connections
-/// download, upload, or do both, as fast as the path lets them.
+/// server side): a chat connection echoes 64 bytes every 100 ms while two bulk connections,
+/// opened after it, download, upload, or do both, as fast as the path lets them.
 enum WANScenario {
     enum Pattern: String, CaseIterable {
         case download, upload, both
@@ -33,11 +33,20 @@ enum WANScenario {
     }
 
     /// The chat's round trips (ms), one every 100 ms, for at least `minimum` rounds and then
-    /// until `stop` says so.
-    static func chat(port: UInt16, minimum: Int, stop: @escaping () -> Bool = { true }) -> [Double]? {
+    /// until `stop` says so. `opened` runs when the connection is open and has echoed a first
+    /// message (not counted) or failed to; the rounds start `settle` seconds later.
+    static func chat(
+        port: UInt16, minimum: Int, opened: () -> Void = {}, settle: Double = 0, stop: @escaping () -> Bool = { true }
+    ) -> [Double]? {
+        var openedCalled = false
+        defer { if !openedCalled { opened() } }
         guard let client = BlockingClient.load(port: port), client.begin(.echo) else { return nil }
         defer { client.close() }
         let message = [UInt8](repeating: 0x42, count: 64)
+        guard client.send(message), client.receive(count: 64).count == 64 else { return nil }
+        openedCalled = true
+        opened()
+        if settle > 0 { usleep(useconds_t(settle * 1e6)) }
         var rounds: [Double] = []
         while rounds.count < minimum || !stop() {
             let start = ProcessProbe.now()
@@ -63,6 +72,9 @@ enum WANScenario {
     }
 
     static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+    /// An added delay with its sign: +3.61, −0.10.
+    static func signed(_ value: Double) -> String { value < 0 ? "−" + format(-value) : "+" + format(value) }
 
     static func percentile(_ values: [Double], _ p: Double) -> Double {
         let sorted = values.sorted()
@@ -130,12 +142,18 @@ enum WANScenario {
                 }
             let port = path.port
             let bulksLeft = Atomic<Int>(2)
+            let chatOpen = Atomic<Bool>(false)
             let outcomes = onThreads(3) { index -> ([Double]?, Double?) in
+                // The chat's connection is open first, as Telegram's main connection is before
+                // any file moves; its rounds start once the bulk flows are under way.
                 if index == 0 {
-                    usleep(500_000)  // the bulk flows start first
-                    return (chat(port: port, minimum: 1) { bulksLeft.load(ordering: .relaxed) == 0 }, nil)
+                    let rounds = chat(
+                        port: port, minimum: 1, opened: { chatOpen.store(true, ordering: .relaxed) }, settle: 0.5
+                    ) { bulksLeft.load(ordering: .relaxed) == 0 }
+                    return (rounds, nil)
                 }
                 defer { bulksLeft.subtract(1, ordering: .relaxed) }
+                while !chatOpen.load(ordering: .relaxed) { usleep(1000) }
                 return (nil, bulk(port: port, download: directions[index - 1], bytes: bytesPerBulk))
             }
             guard let rounds = outcomes[0]?.0, let first = outcomes[1]?.1, let second = outcomes[2]?.1 else {
@@ -154,8 +172,8 @@ enum WANScenario {
                 chatMessages: rounds.count, linkShare: share)
             result.loaded[pattern] = loaded
             log(
-                "  \(path.name): \(pattern): chat +\(format(loaded.addedMedianMilliseconds)) ms median, "
-                    + "+\(format(loaded.addedP99Milliseconds)) ms p99, \(loaded.chatMessages) messages; "
+                "  \(path.name): \(pattern): chat \(signed(loaded.addedMedianMilliseconds)) ms median, "
+                    + "\(signed(loaded.addedP99Milliseconds)) ms p99, \(loaded.chatMessages) messages; "
                     + "bulk \(format(loaded.linkShare * 100)) % of the link")
             sleep(2)  // the queues drain before the next pattern
         }
@@ -167,7 +185,8 @@ enum WANScenario {
         out += "Path between the daemon (or the TLS tunnel's entry) and the relay (or the tunnel's front): "
         out += "\(shape). \(machine). Each pattern: two bulk connections (two downloads, two uploads, "
         out += "or one of each), each moving what the link carries in \(format(seconds / 2)) s, and a chat connection "
-        out += "echoing 64 bytes every 100 ms while they run; all of one session. Added: the chat's round trip "
+        out += "echoing 64 bytes every 100 ms while they run, opened before them as Telegram's main connection is; all "
+        out += "through one daemon. Added: the chat's round trip "
         out += "minus its idle median. Messages: chat round trips completed during the bulk. Bulk share: "
         out += "the bulk bytes over the time the slower bulk took, as a share of the link's rate. "
         out += "Start: from the daemon's (or the tunnel entry's) start to a first connection's echo; pinned: "
@@ -188,7 +207,7 @@ enum WANScenario {
                     out += " failed |"
                     continue
                 }
-                out += " +\(format(loaded.addedMedianMilliseconds)) / +\(format(loaded.addedP99Milliseconds)), "
+                out += " \(signed(loaded.addedMedianMilliseconds)) / \(signed(loaded.addedP99Milliseconds)), "
                 out += "\(loaded.chatMessages), \(format(loaded.linkShare * 100)) % |"
             }
             out += "\n"
