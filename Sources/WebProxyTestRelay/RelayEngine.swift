@@ -203,6 +203,14 @@ public struct RelayEngine: Sendable {
         return finish(&context)
     }
 
+    /// Ends, as an idle expiry would, every session that carries `count` streams now: a test
+    /// can end one of a client's sessions by what it carries.
+    public mutating func expireSessions(carrying count: Int, now: RelayInstant) -> [RelayAction] {
+        var context = makeContext(now)
+        for (id, session) in sessions where session.streams.count == count { endSession(id, context: &context) }
+        return finish(&context)
+    }
+
     /// Forgets every session, bootstrap and closed token, as a relay restart does. Tokens
     /// stay verifiable, so old ones get the relay's 404. Every bound connection is dropped.
     public mutating func restart(now: RelayInstant) -> [RelayAction] {

@@ -217,6 +217,14 @@ public final class TestRelayServer: @unchecked Sendable {
         }
     }
 
+    /// Ends every session carrying `count` streams from any thread, as an idle expiry would.
+    public func expireSessions(carrying count: Int) {
+        loop.execute { [self] in
+            guard !stopped else { return }
+            dispatch { engine, now in engine.expireSessions(carrying: count, now: now) }
+        }
+    }
+
     // MARK: - Events in
 
     private var now: RelayInstant { RelayInstant(nanoseconds: loop.now.nanoseconds) }

@@ -90,6 +90,28 @@ import WebProxyTestSupport
         rig.expectNoCredentials()
     }
 
+    /// A lost side session closes only its own connections: chat and uploads go on while the
+    /// downloads' session ends, and a new download is carried again.
+    @Test(arguments: [CarrierMode.websocket, .https])
+    func losingTheMediaSessionClosesOnlyDownloads(mode: CarrierMode) async throws {
+        let rig = try await EndToEndRig(mode: mode)
+        let payload = Array(repeating: UInt8(9), count: 1000)
+        let chat = try Self.echo(rig, dc: 2, payload: payload)
+        let upload = try Self.echo(rig, dc: 2, payload: payload)
+        let downloads = try [Self.echo(rig, dc: -2, payload: payload), Self.echo(rig, dc: -2, payload: payload)]
+        #expect(try await Self.streams(rig, becoming: [1, 1, 2]) == [1, 1, 2])
+        try await rig.harness.withRelay { $0.expireSessions(carrying: 2) }
+        for download in downloads { #expect(download.waitForClose(), "\(mode): a download outlived its session") }
+        for client in [chat, upload] {
+            #expect(client.send(payload) && client.receive(count: payload.count) == payload, "\(mode): chat or upload lost")
+        }
+        let again = try Self.echo(rig, dc: -2, payload: payload)
+        #expect(rig.lines.contains { $0.contains("media session down") })
+        for client in [chat, upload, again] + downloads { client.close() }
+        await rig.stop()
+        rig.expectNoCredentials()
+    }
+
     @Test func websocketLanesAndTheKeyOffKeepOneSession() async throws {
         for (mode, enabled) in [(CarrierMode.websocketLanes, true), (.websocket, false)] {
             let rig = try await EndToEndRig(mode: mode) { $0.mediaSession = enabled }
@@ -103,22 +125,24 @@ import WebProxyTestSupport
         }
     }
 
-    /// A relay that grants one session: the media session's creation is refused, and media
-    /// connections are carried by the primary session after the bounded wait.
-    @Test func aRefusedMediaSessionLeavesMediaOnThePrimarySession() async throws {
+    /// A relay that grants one session: the media and transfer sessions' creations are
+    /// refused, and their connections are carried by the primary session after the bounded wait.
+    @Test func refusedSideSessionsLeaveTransfersOnThePrimarySession() async throws {
         var limits = RelayLimits()
         limits.maxSessions = 1
         let rig = try await EndToEndRig(mode: .websocket, limits: limits)
         let chat = try Self.echo(rig, dc: 2, payload: Array(repeating: 1, count: 1000))
         let download = try Self.echo(rig, dc: -2, payload: testPayloads(count: 1, size: 128 << 10, seed: 3)[0])
+        let upload = try Self.echo(rig, dc: 2, payload: testPayloads(count: 1, size: 128 << 10, seed: 4)[0])
         let streams = try await rig.harness.withRelay { $0.streamsPerSession }
-        #expect(streams == [2])
-        // Later media connections do not wait again while the media session is not up.
+        #expect(streams == [3])
+        // Later transfers do not wait again while their sessions are not up.
         let clock = ContinuousClock()
         let started = clock.now
         let second = try Self.echo(rig, dc: -2, payload: Array(repeating: 3, count: 1000))
+        let secondUpload = try Self.echo(rig, dc: 2, payload: Array(repeating: 5, count: 1000))
         #expect(clock.now - started < RelayService.sideSessionWait)
-        for client in [chat, download, second] { client.close() }
+        for client in [chat, download, upload, second, secondUpload] { client.close() }
         await rig.stop()
     }
 }
