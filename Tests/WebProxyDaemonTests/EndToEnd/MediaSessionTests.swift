@@ -85,6 +85,10 @@ import WebProxyTestSupport
         let download = try Self.echo(rig, dc: -2, payload: payload)
         #expect(try await Self.streams(rig, becoming: [1, 2, 2]) == [1, 2, 2], "\(mode): the download is not apart")
         #expect(rig.lines.contains { $0.contains("transfer session up") })
+        // Each session's requests use a connection of its own: three flows, not one.
+        if TestCertificateAuthority.testServerALPN.first == "h2", mode == .https {
+            #expect(try await rig.harness.withRelay { $0.connectionsAccepted } == 3)
+        }
         for client in [upload, otherChat, otherUpload, chatAgain, download] { client.close() }
         await rig.stop()
         rig.expectNoCredentials()
