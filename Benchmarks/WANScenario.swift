@@ -38,14 +38,12 @@ enum WANScenario {
     static func chat(
         port: UInt16, minimum: Int, opened: () -> Void = {}, settle: Double = 0, stop: @escaping () -> Bool = { true }
     ) -> [Double]? {
-        var openedCalled = false
-        defer { if !openedCalled { opened() } }
-        guard let client = BlockingClient.load(port: port), client.begin(.echo) else { return nil }
-        defer { client.close() }
         let message = [UInt8](repeating: 0x42, count: 64)
-        guard client.send(message), client.receive(count: 64).count == 64 else { return nil }
-        openedCalled = true
+        let client = BlockingClient.load(port: port)
+        defer { client?.close() }
+        let echoed = client.map { $0.begin(.echo) && $0.send(message) && $0.receive(count: 64).count == 64 } ?? false
         opened()
+        guard let client, echoed else { return nil }
         if settle > 0 { usleep(useconds_t(settle * 1e6)) }
         var rounds: [Double] = []
         while rounds.count < minimum || !stop() {
