@@ -49,7 +49,7 @@ enum PrometheusText {
             out += "webproxyd_queued_bytes{relay=\"\(name)\",direction=\"up\"} \(relay.queued.uplink)\n"
             out += "webproxyd_queued_bytes{relay=\"\(name)\",direction=\"down\"} \(relay.queued.downlink)\n"
         }
-        perRelay("webproxyd_queued_bytes_peak", "gauge", "The most bytes held for the relay's streams at once since it started.") {
+        perRelay("webproxyd_queued_bytes_peak", "gauge", "The most bytes one session of the relay held at once since the relay started.") {
             $0.queued.peakTotal
         }
 

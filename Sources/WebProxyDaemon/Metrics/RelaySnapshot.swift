@@ -7,7 +7,7 @@ struct RelaySnapshot: Equatable, Sendable {
     var counters: RelayCounters
     /// Relay frames carried by the relay's sessions so far.
     var frames = FrameCounts()
-    /// Bytes the daemon holds for the relay's streams.
+    /// Bytes the daemon holds for the relay's streams, in all its sessions.
     var queued = QueuedBytes()
     /// TLS connections to the relay with a completed handshake, by use.
     var tlsConnections = TLSConnectionCounts()

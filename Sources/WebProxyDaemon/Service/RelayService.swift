@@ -219,7 +219,7 @@ final class RelayService {
         var frames = FrameCounts()
         for supervisor in supervisors { frames.add(supervisor.frameCounts) }
         return RelaySnapshot(
-            status: status, counters: counters, frames: frames, queued: primary.queued, tlsConnections: tlsConnections)
+            status: status, counters: counters, frames: frames, queued: QueuedBytes(sessions: supervisors.map(\.queued)), tlsConnections: tlsConnections)
     }
 
     /// `state` in the operator's terms: is a session up, being built, or awaited.

@@ -116,6 +116,28 @@ import WebProxyTestSupport
         rig.expectNoCredentials()
     }
 
+    /// What the daemon holds for a relay counts every session: a download whose reader stalls
+    /// shows in the relay's queued bytes, though the primary session holds nothing.
+    @Test func queuedBytesCountTheSideSessions() async throws {
+        let rig = try await EndToEndRig(mode: .websocket)
+        let chat = try Self.echo(rig, dc: 2, payload: [1, 2, 3])
+        let download = try #require(rig.connect(timeoutSeconds: 30))
+        download.setBuffers(64 << 10)
+        let sent = try Self.opening(dc: -2) + testPayloads(count: 1, size: 12 << 20, seed: 21)[0]
+        let sender = BackgroundWork { download.send(sent) }
+        var queued = QueuedBytes()
+        for _ in 0..<1000 {
+            queued = try #require(rig.daemon.relaySnapshots()?.first?.queued)
+            if queued.downlink > 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(queued.downlink > 0 && queued.peakStream >= queued.downlink, "held for the download: \(queued)")
+        #expect(download.receive(count: sent.count) == sent, "the download's echo differs")
+        #expect(sender.wait(within: .seconds(10)) == true)
+        for client in [chat, download] { client.close() }
+        await rig.stop()
+    }
+
     @Test func websocketLanesAndTheKeyOffKeepOneSession() async throws {
         for (mode, enabled) in [(CarrierMode.websocketLanes, true), (.websocket, false)] {
             let rig = try await EndToEndRig(mode: mode) { $0.mediaSession = enabled }

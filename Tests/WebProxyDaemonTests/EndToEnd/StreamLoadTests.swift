@@ -46,7 +46,7 @@ extension EndToEndFaultTests {
         /// backpressure reaches its sender before it has sent everything, a second stream of
         /// the same session runs to completion meanwhile, and the daemon never holds more than
         /// its bounds, counted by the daemon itself (`QueuedBytes`): per stream the 8 MiB
-        /// uplink queue plus the 4 MiB receive window, in all the 32 MiB global bound. Once
+        /// uplink queue plus the 4 MiB receive window, per session the 32 MiB bound. Once
         /// the stalled client reads, it gets every byte intact.
         @Test(arguments: CarrierMode.allCases)
         func aStalledReaderStallsOnlyItsOwnStream(mode: CarrierMode) async throws {

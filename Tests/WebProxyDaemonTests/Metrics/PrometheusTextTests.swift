@@ -85,7 +85,7 @@ import WebProxyNet
                 webproxyd_queued_bytes{relay="home",direction="down"} 65536
                 webproxyd_queued_bytes{relay="work",direction="up"} 0
                 webproxyd_queued_bytes{relay="work",direction="down"} 0
-                # HELP webproxyd_queued_bytes_peak The most bytes held for the relay's streams at once since it started.
+                # HELP webproxyd_queued_bytes_peak The most bytes one session of the relay held at once since the relay started.
                 # TYPE webproxyd_queued_bytes_peak gauge
                 webproxyd_queued_bytes_peak{relay="home"} 65536
                 webproxyd_queued_bytes_peak{relay="work"} 0
