@@ -39,6 +39,17 @@ struct RelayStatusEntry: Codable, Equatable, Sendable {
         var at: String
     }
 
+    /// A session beside the primary one, for file transfers (`SessionRole`).
+    struct SideSession: Codable, Equatable, Sendable {
+        /// `media` or `transfer`.
+        var role: String
+        /// `starting`, `up` or `down` (lost or refused: its connections go to the primary
+        /// session while it is rebuilt).
+        var state: State
+        /// Local connections it carries now.
+        var streams: Int
+    }
+
     var name: String
     var listen: String
     var state: State
@@ -51,6 +62,8 @@ struct RelayStatusEntry: Codable, Equatable, Sendable {
     var sessionsEstablished: Int
     var reconnects: Int
     var lastError: LastError?
+    /// The side sessions started so far, media before transfer (none until a transfer opens).
+    var sideSessions: [SideSession] = []
 }
 
 extension StatusDocument {

@@ -1,5 +1,5 @@
 /// `webproxyd status` for people: one line per relay in aligned columns, then each relay's
-/// last error on a line of its own.
+/// side sessions and its last error on lines of their own.
 enum StatusTable {
     static func render(_ document: StatusDocument) -> String {
         var text = "webproxyd \(document.version), pid \(document.pid), \(document.generatedAt)\n"
@@ -21,6 +21,12 @@ enum StatusTable {
                 return numeric[column] ? padding + row[column] : row[column] + padding
             }
             text += cells.joined(separator: "  ").trimmingTrailingSpaces() + "\n"
+        }
+        for relay in document.relays where !relay.sideSessions.isEmpty {
+            let sessions = relay.sideSessions.map { side in
+                "\(side.role) session \(side.state.rawValue) (\(side.streams) stream\(side.streams == 1 ? "" : "s"))"
+            }
+            text += "\(relay.name): \(sessions.joined(separator: ", "))\n"
         }
         for relay in document.relays {
             guard let error = relay.lastError else { continue }

@@ -20,6 +20,12 @@ enum PrometheusText {
             $0.counters.sessionsEstablished
         }
         perRelay("webproxyd_session_up", "gauge", "1 while a relay session is up.") { $0.status.state == .up ? 1 : 0 }
+        family(&out, "webproxyd_side_session_up", "gauge", "1 while a relay's media or transfer session is up (listed once started).")
+        for relay in relays {
+            for side in relay.status.sideSessions {
+                out += "webproxyd_side_session_up{relay=\"\(escape(relay.status.name))\",role=\"\(side.role)\"} \(side.state == .up ? 1 : 0)\n"
+            }
+        }
         perRelay("webproxyd_streams", "gauge", "Local connections open now.") { $0.status.streams }
         perRelay(
             "webproxyd_connections_refused_total", "counter",

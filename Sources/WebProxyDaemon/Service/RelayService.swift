@@ -209,7 +209,8 @@ final class RelayService {
             name: configuration.name, listen: listenAddress?.description ?? configuration.listen.description,
             state: statusState, carrier: carrier?.rawValue, streams: connectionCount,
             refusedConnections: refusedConnections, bytesUp: bytesUp, bytesDown: bytesDown,
-            sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError)
+            sessionsEstablished: counters.sessionsEstablished, reconnects: counters.reconnects, lastError: lastError,
+            sideSessions: sideSessionEntries)
         let tlsConnections = TLSConnectionCounts(
             http: clients.reduce(0) { $0 + $1.connectionsOpened },
             httpResumed: clients.reduce(0) { $0 + $1.connectionsResumed },
@@ -220,6 +221,21 @@ final class RelayService {
         for supervisor in supervisors { frames.add(supervisor.frameCounts) }
         return RelaySnapshot(
             status: status, counters: counters, frames: frames, queued: QueuedBytes(sessions: supervisors.map(\.queued)), tlsConnections: tlsConnections)
+    }
+
+    /// The side sessions in the operator's terms, with the connections each carries.
+    private var sideSessionEntries: [RelayStatusEntry.SideSession] {
+        SessionRole.allCases.compactMap { role in
+            let state: RelayStatusEntry.State
+            switch sideSessions[role] {
+            case nil: return nil
+            case .firstBuild: state = .starting
+            case .up: state = .up
+            case .down: state = .down
+            }
+            return RelayStatusEntry.SideSession(
+                role: role.description, state: state, streams: roles.values.filter { $0 == role }.count)
+        }
     }
 
     /// `state` in the operator's terms: is a session up, being built, or awaited.

@@ -11,7 +11,10 @@ import Testing
                 refusedConnections: 0, bytesUp: 1536, bytesDown: 3 << 20, sessionsEstablished: 2, reconnects: 1,
                 lastError: RelayStatusEntry.LastError(
                     class: "carrier-lost", message: "the session WebSocket was lost", secondsAgo: 754,
-                    at: "2025-05-01T11:47:26Z")),
+                    at: "2025-05-01T11:47:26Z"),
+                sideSessions: [
+                    .init(role: "media", state: .up, streams: 3), .init(role: "transfer", state: .starting, streams: 1),
+                ]),
             RelayStatusEntry(
                 name: "work", listen: "[::1]:8444", state: .down, carrier: nil, streams: 0, refusedConnections: 3,
                 bytesUp: 0, bytesDown: 0, sessionsEstablished: 0, reconnects: 4,
@@ -27,6 +30,7 @@ import Testing
                 RELAY  LISTEN          STATE  CARRIER          STREAMS  REFUSED       UP     DOWN  SESSIONS  RECONNECTS
                 home   127.0.0.1:8443  up     websocket-lanes       12        0  1.5 KiB  3.0 MiB         2           1
                 work   [::1]:8444      down   -                      0        3      0 B      0 B         0           4
+                home: media session up (3 streams), transfer session starting (1 stream)
                 home: last error carrier-lost, 12 min ago (2025-05-01T11:47:26Z): the session WebSocket was lost
                 work: last error unreachable, 5 s ago (2025-05-01T11:59:55Z): no response from the relay
 
@@ -45,6 +49,7 @@ import Testing
         #expect(text.contains("\"refused_connections\" : 3"))
         #expect(text.contains("\"seconds_ago\" : 754"))
         #expect(text.contains("\"generated_at\" : \"2025-05-01T12:00:00Z\""))
+        #expect(text.contains("\"side_sessions\" : ["))
         #expect(text.hasSuffix("}\n"))
         #expect(try StatusDocument(decoding: bytes) == Self.document)
     }

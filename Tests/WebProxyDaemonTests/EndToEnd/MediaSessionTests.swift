@@ -85,6 +85,9 @@ import WebProxyTestSupport
         let download = try Self.echo(rig, dc: -2, payload: payload)
         #expect(try await Self.streams(rig, becoming: [1, 2, 2]) == [1, 2, 2], "\(mode): the download is not apart")
         #expect(rig.lines.contains { $0.contains("transfer session up") })
+        #expect(rig.daemon.relaySnapshots()?.first?.status.sideSessions == [
+            .init(role: "media", state: .up, streams: 1), .init(role: "transfer", state: .up, streams: 2),
+        ])
         // Each session's requests use a connection of its own: three flows, not one.
         if TestCertificateAuthority.testServerALPN.first == "h2", mode == .https {
             #expect(try await rig.harness.withRelay { $0.connectionsAccepted } == 3)
@@ -162,6 +165,7 @@ import WebProxyTestSupport
         let upload = try Self.echo(rig, dc: 2, payload: testPayloads(count: 1, size: 128 << 10, seed: 4)[0])
         let streams = try await rig.harness.withRelay { $0.streamsPerSession }
         #expect(streams == [3])
+        #expect(rig.daemon.relaySnapshots()?.first?.status.sideSessions.map(\.state) == [.down, .down])
         // Later transfers do not wait again while their sessions are not up.
         let clock = ContinuousClock()
         let started = clock.now

@@ -8,13 +8,14 @@ import WebProxyNet
 @Suite struct PrometheusTextTests {
     static func snapshot(
         name: String, state: RelayStatusEntry.State, counters: RelayCounters, frames: FrameCounts = FrameCounts(),
-        queued: QueuedBytes = QueuedBytes(), tlsConnections: TLSConnectionCounts = TLSConnectionCounts()
+        queued: QueuedBytes = QueuedBytes(), tlsConnections: TLSConnectionCounts = TLSConnectionCounts(),
+        sideSessions: [RelayStatusEntry.SideSession] = []
     ) -> RelaySnapshot {
         RelaySnapshot(
             status: RelayStatusEntry(
                 name: name, listen: "127.0.0.1:8443", state: state, carrier: state == .up ? "https" : nil, streams: 3,
                 refusedConnections: 2, bytesUp: 100, bytesDown: 2000, sessionsEstablished: counters.sessionsEstablished,
-                reconnects: counters.reconnects, lastError: nil),
+                reconnects: counters.reconnects, lastError: nil, sideSessions: sideSessions),
             counters: counters, frames: frames, queued: queued, tlsConnections: tlsConnections)
     }
 
@@ -39,7 +40,8 @@ import WebProxyNet
             relays: [
                 Self.snapshot(
                     name: "home", state: .up, counters: home, frames: FrameCounts(sent: 7, received: 12), queued: queued,
-                    tlsConnections: TLSConnectionCounts(http: 3, httpResumed: 2, http2: 1, webSocket: 1, webSocketResumed: 1, open: 2)),
+                    tlsConnections: TLSConnectionCounts(http: 3, httpResumed: 2, http2: 1, webSocket: 1, webSocketResumed: 1, open: 2),
+                    sideSessions: [.init(role: "media", state: .up, streams: 1), .init(role: "transfer", state: .down, streams: 0)]),
                 Self.snapshot(name: "work", state: .down, counters: work),
             ])
         #expect(
@@ -55,6 +57,10 @@ import WebProxyNet
                 # TYPE webproxyd_session_up gauge
                 webproxyd_session_up{relay="home"} 1
                 webproxyd_session_up{relay="work"} 0
+                # HELP webproxyd_side_session_up 1 while a relay's media or transfer session is up (listed once started).
+                # TYPE webproxyd_side_session_up gauge
+                webproxyd_side_session_up{relay="home",role="media"} 1
+                webproxyd_side_session_up{relay="home",role="transfer"} 0
                 # HELP webproxyd_streams Local connections open now.
                 # TYPE webproxyd_streams gauge
                 webproxyd_streams{relay="home"} 3
