@@ -8,7 +8,9 @@ struct StatusReporter {
         notifier.status(Self.text(for: relays), now: now)
     }
 
-    /// One line: `home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down; work: down (last error: unreachable)`.
+    /// One line: `home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down, media session down;
+    /// work: down, 0 streams, 0 B up, 0 B down, last error: unreachable`. Side sessions that
+    /// are up go unmentioned.
     static func text(for relays: [RelayStatusEntry]) -> String {
         guard !relays.isEmpty else { return "no relays" }
         return relays.map(text(for:)).joined(separator: "; ")
@@ -19,6 +21,7 @@ struct StatusReporter {
         if let carrier = relay.carrier { text += " (\(carrier))" }
         text += ", \(relay.streams) stream\(relay.streams == 1 ? "" : "s")"
         text += ", \(byteCount(relay.bytesUp)) up, \(byteCount(relay.bytesDown)) down"
+        for side in relay.sideSessions where side.state != .up { text += ", \(side.role) session \(side.state.rawValue)" }
         if let error = relay.lastError?.class { text += ", last error: \(error)" }
         return text
     }

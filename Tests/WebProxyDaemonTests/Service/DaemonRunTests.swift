@@ -105,14 +105,15 @@ import WebProxyTestSupport
     @Test func statusLineSummarisesEachRelay() {
         let up = RelayStatusEntry(
             name: "home", listen: "127.0.0.1:1443", state: .up, carrier: "https", streams: 2, refusedConnections: 0,
-            bytesUp: 1536, bytesDown: 3 << 20, sessionsEstablished: 1, reconnects: 0, lastError: nil)
+            bytesUp: 1536, bytesDown: 3 << 20, sessionsEstablished: 1, reconnects: 0, lastError: nil,
+            sideSessions: [.init(role: "media", state: .up, streams: 1), .init(role: "transfer", state: .down, streams: 0)])
         let down = RelayStatusEntry(
             name: "work", listen: "127.0.0.1:1444", state: .down, carrier: nil, streams: 1, refusedConnections: 0,
             bytesUp: 0, bytesDown: 12, sessionsEstablished: 0, reconnects: 1,
             lastError: .init(class: "unreachable", message: "connection refused", secondsAgo: 3, at: "2026-12-04T21:00:00Z"))
         #expect(
             StatusReporter.text(for: [up, down])
-                == "home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down; work: down, 1 stream, 0 B up, 12 B down, last error: unreachable"
+                == "home: up (https), 2 streams, 1.5 KiB up, 3.0 MiB down, transfer session down; work: down, 1 stream, 0 B up, 12 B down, last error: unreachable"
         )
         #expect(StatusReporter.text(for: []) == "no relays")
     }
