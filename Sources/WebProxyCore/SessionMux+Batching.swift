@@ -227,9 +227,11 @@ extension SessionMux {
         }
     }
 
-    /// A first-in first-out queue: an array and a moving head, compacted as it drains.
+    /// A first-in first-out queue: an array and a moving head, compacted as it drains. A
+    /// taken element's slot is emptied at once: a consumed slice left there would keep its
+    /// whole read buffer alive until the next compaction.
     struct FIFO<Element> {
-        private var elements: [Element] = []
+        private var elements: [Element?] = []
         private var head = 0
 
         var isEmpty: Bool { head == elements.count }
@@ -241,6 +243,7 @@ extension SessionMux {
         mutating func popFirst() -> Element? {
             guard !isEmpty else { return nil }
             let element = elements[head]
+            elements[head] = nil
             head += 1
             compact()
             return element
@@ -254,7 +257,7 @@ extension SessionMux {
         mutating func removeAll(where shouldRemove: (Element) -> Bool) {
             elements.removeSubrange(0..<head)
             head = 0
-            elements.removeAll(where: shouldRemove)
+            elements.removeAll { $0.map(shouldRemove) ?? true }
         }
 
         /// Drops consumed slots once they are at least half the array (amortised O(1)).

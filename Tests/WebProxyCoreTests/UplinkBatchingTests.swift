@@ -40,6 +40,23 @@ private let dataFrameLength = Frame.headerLength + FrameLimits.clientDataChunk
 private let lanes = SessionMux.Configuration(uplink: .perStream)
 
 @Suite struct UplinkBatchingTests {
+    /// A queued read is let go once its bytes are taken, not at the queue's next compaction:
+    /// consumed slots used to keep their slices, and so whole read buffers, alive.
+    @Test func aTakenElementIsNotRetained() {
+        final class Token {}
+        var fifo = SessionMux.FIFO<Token>()
+        weak var taken: Token?
+        do {
+            let token = Token()
+            taken = token
+            fifo.append(token)
+            fifo.append(Token())
+            #expect(fifo.popFirst() === token)
+        }
+        #expect(taken == nil)
+        #expect(fifo.count == 1)
+    }
+
     @Test func controlFramesComeBeforeData() throws {
         var mux = SessionMux()
         for _ in 1...3 { _ = try mux.open() }
