@@ -1,7 +1,7 @@
 import WebProxyCore
 
 /// The `websocket` and `websocket-lanes` carriers (PROTOCOL.md §5.3, §5.4): one batch per
-/// message, no new message while the socket buffers `batchLimit` bytes or more, Pings
+/// message, no new message while the socket buffers `socketBufferLimit` bytes or more, Pings
 /// after `socketPingAfter` of silence and loss after `socketDeadAfter`. Losing the session
 /// socket ends the session; losing an established lane ends its stream; a failed new lane
 /// upgrade ends the session.
@@ -196,7 +196,7 @@ extension SessionDriver {
 
     mutating func pumpSessionSocket(step: inout SessionStep) {
         guard let id = sessionSocket, sockets[id]?.phase == .open else { return }
-        while let buffered = sockets[id]?.bufferedBytes, buffered < batchLimit,
+        while let buffered = sockets[id]?.bufferedBytes, buffered < socketBufferLimit,
             let batch = mux.nextBatch(maxBytes: batchLimit, paced: uplinkAllowance)
         {
             sockets[id]?.bufferedBytes = buffered + batch.count
@@ -212,7 +212,7 @@ extension SessionDriver {
         for (lane, id) in laneSockets.sorted(by: { $0.key < $1.key }) {
             guard let socket = sockets[id] else { continue }
             if socket.phase == .open {
-                while let buffered = sockets[id]?.bufferedBytes, buffered < batchLimit,
+                while let buffered = sockets[id]?.bufferedBytes, buffered < socketBufferLimit,
                     let batch = mux.nextLaneBatch(for: lane, maxBytes: batchLimit, paced: uplinkAllowance)
                 {
                     sockets[id]?.bufferedBytes = buffered + batch.count

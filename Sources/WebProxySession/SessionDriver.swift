@@ -23,6 +23,9 @@ struct SessionDriver: Sendable {
     let session: EstablishedSession
     let api: RelayAPI
     let batchLimit: Int
+    /// websocket carriers: no new message while the socket holds this many bytes the kernel
+    /// has not taken (a whole batch, when the relay's batches are smaller).
+    let socketBufferLimit: Int
     let settings: SessionSettings
     var mode: CarrierMode { session.carrierMode }
     private(set) var outcome = Outcome.running
@@ -67,6 +70,7 @@ struct SessionDriver: Sendable {
         self.session = session
         self.api = api
         self.batchLimit = min(max(batchLimit, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
+        socketBufferLimit = min(self.batchLimit, Self.socketBufferBytes)
         self.settings = settings
         uplinkBudget = settings.uplinkBudget
         let perStream = session.carrierMode == .httpsLanes || session.carrierMode == .websocketLanes
@@ -176,6 +180,11 @@ struct SessionDriver: Sendable {
     mutating func relayAcceptedUplink() {
         uplinkBudget = min(settings.uplinkBudget, uplinkBudget + Self.uplinkBudgetStep)
     }
+
+    /// The transport's high watermark (`TCPConnection.WriteLimits.default`), so a socket held
+    /// back at `socketBufferLimit` always owes a drain notice. More would only wait in memory
+    /// (under load on loopback, up to two batches per socket did), with chat frames behind it.
+    static let socketBufferBytes = 256 << 10
 
     static let minimumUplinkBudget = 2 << 20
     static let uplinkBudgetStep = 256 << 10

@@ -6,6 +6,12 @@ import WebProxyCore
 
 @Suite("SessionDriver: https carrier")
 struct SessionDriverHTTPSTests: SessionDriverSuite {
+    /// The harness's settings with a stream's uplink queue as large as its window.
+    static let windowSizedQueues = {
+        var settings = SessionHarness.settings
+        settings.perStreamQueueLimit = 4 << 20
+        return settings
+    }()
 
     @Test("bootstrap brings the session up and parks the first /down poll at cursor 0")
     func bootstrap() {
@@ -20,13 +26,15 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
         var h = H.established(.https)
         // Nothing reaches the relay before the connection's first bytes.
         #expect(h.on(.localAccepted(conn)) == [])
-        #expect(h.supervisor.readAllowance(for: conn) == 4_194_304)
+        // The stream's queue bound (one 2 MiB batch) binds inside its 4 MiB window.
+        #expect(h.supervisor.readAllowance(for: conn) == 2 << 20)
         // 03 step 3: OPEN(1)+DATA(1, 16 B) as /up seq 1.
         let openBody = CarrierFixturesBytes.openData
         #expect(
             h.on(.localRead(conn, echoBytes))
                 == [.sendHTTP(RequestID(4), .up(lane: nil), H.api.up(session: H.token, sequence: 1, lane: nil, body: openBody), deadline: h.at(.seconds(20)), silence: .seconds(5))])
-        #expect(h.supervisor.readAllowance(for: conn) == 4_194_304 - 16)
+        // The 16 bytes left the queue for /up 1: the queue bound is whole again.
+        #expect(h.supervisor.readAllowance(for: conn) == 2 << 20)
         // More bytes while /up 1 is in flight wait for the ack, then go as one body.
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(h.on(.localRead(conn, echoBytes)) == [])
@@ -61,7 +69,8 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
     /// uplink budget, and halves the budget when an `/up` gets 503.
     @Test("all streams together stay within the uplink budget, halved by a 503 on /up")
     func uplinkBudget() {
-        var h = H.established(.https)
+        // Queues as large as the windows, so that four streams fill the budget.
+        var h = H.established(.https, settings: Self.windowSizedQueues)
         let connections = (0..<5).map { ConnectionID(UInt64(7 + $0)) }
         var sentUp: RequestID?
         var offered: [Int] = []
@@ -100,7 +109,7 @@ struct SessionDriverHTTPSTests: SessionDriverSuite {
 
     @Test("the watchdog rebuilds a session whose queued uplink has not moved for the stall bound")
     func stallWatchdog() {
-        var h = H.established(.https)
+        var h = H.established(.https, settings: Self.windowSizedQueues)
         _ = h.on(.localAccepted(conn))
         // 4 MiB read at once: the first /up takes a 2 MiB batch, the rest waits for its ack.
         let bulk = [UInt8](repeating: 0x5A, count: 4 << 20)

@@ -1,5 +1,6 @@
 import Testing
 import WebProxyCore
+import WebProxyNet
 
 @testable import WebProxyDaemon
 @testable import WebProxySession
@@ -48,6 +49,25 @@ struct SessionDriverWebSocketTests: SessionDriverSuite {
         #expect(h.on(.localRead(conn, echoBytes)) == [])
         #expect(
             h.on(.webSocketDrained(socket, bufferedBytes: 99))
+                == [.sendWebSocketMessage(socket, Frame.data(stream: stream(1), payload: echoBytes).encoded)])
+    }
+
+    @Test("with 2 MiB batches, no new message while the socket buffers 256 KiB, the transport's high watermark")
+    func sendBackpressureAtHighWatermark() {
+        #expect(SessionDriver.socketBufferBytes == TCPConnection.WriteLimits.default.highWatermark)
+        var h = openSession()
+        _ = h.on(.localAccepted(conn))
+        _ = h.on(.localRead(conn, echoBytes))
+        // Far less than a batch, but enough to fill the socket's buffer: sent in one message.
+        let chunk = Array(repeating: UInt8(0x41), count: 300 << 10)[...]
+        let frames = stride(from: 0, to: chunk.count, by: FrameLimits.clientDataChunk).map {
+            Frame.data(stream: stream(1), payload: chunk[$0..<min($0 + FrameLimits.clientDataChunk, chunk.count)])
+        }
+        #expect(h.on(.localRead(conn, chunk)) == [.sendWebSocketMessage(socket, frames.encodedBatch())])
+        #expect(h.on(.localRead(conn, echoBytes)) == [])
+        #expect(h.on(.webSocketDrained(socket, bufferedBytes: 256 << 10)) == [])
+        #expect(
+            h.on(.webSocketDrained(socket, bufferedBytes: 64 << 10))
                 == [.sendWebSocketMessage(socket, Frame.data(stream: stream(1), payload: echoBytes).encoded)])
     }
 

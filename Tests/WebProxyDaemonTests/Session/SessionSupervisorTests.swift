@@ -114,7 +114,7 @@ struct SessionSupervisorTests {
             h.on(.httpResponse(RequestID(5), H.created(.https), wallClockSeconds: 0))
                 == [.sessionUp(.https), .sendHTTP(RequestID(6), .down(lane: nil), H.down(0), deadline: h.at(.seconds(35)), silence: nil),
                     .cancelTimer(.admission(second)), .resumeLocalRead(second)])
-        #expect(h.supervisor.readAllowance(for: second) == 4_194_304)
+        #expect(h.supervisor.readAllowance(for: second) == 2 << 20)
     }
 
     @Test("shutdown closes local connections, sends DELETE with a bounded wait, then stops")
