@@ -12,6 +12,7 @@
 //   `execve`; `cwpl_spawn` does both in C.
 // - `SIG_IGN`, `sigset_t` manipulation and `strerror_r` (GNU flavour) are macros or have
 //   two prototypes; small functions give Swift one clear signature.
+// - `malloc_trim` is declared in <malloc.h>, which Glibc's Swift module does not include.
 #ifndef CWEBPROXY_LINUX_H
 #define CWEBPROXY_LINUX_H
 
@@ -24,6 +25,7 @@
 #include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stddef.h>

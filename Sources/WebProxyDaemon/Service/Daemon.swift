@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CWebProxyLinux
 import Dispatch
 import WebProxyCore
 import WebProxySession
@@ -47,6 +48,7 @@ public final class Daemon: @unchecked Sendable {
         var metricsServer: MetricsServer?
         var stopping = false
         var reloading = false
+        var allocatorTrim = AllocatorTrim()
     }
 
     /// A daemon for `configuration`; `configurationPath` is re-read on reload (nil: the
@@ -296,12 +298,21 @@ public final class Daemon: @unchecked Sendable {
         loop.scheduleTimer(after: .seconds(1)) { [weak self] in
             guard let self else { return }
             reportStatus()
+            trimAfterTransfer()
             scheduleStatus()
         }
     }
 
     private func reportStatus() {
         reporter.report(snapshots().map(\.status), now: MonotonicClock.now())
+    }
+
+    private func trimAfterTransfer() {
+        let moved = state.value.services.values.reduce(0) { $0 + $1.bytesUp + $1.bytesDown }
+        guard state.value.allocatorTrim.shouldTrim(totalBytesMoved: moved) else { return }
+        let clock = ContinuousClock()
+        let took = clock.measure { _ = malloc_trim(0) }
+        logger.debug("a transfer ended: free heap pages returned to the system in \(Int(took / .microseconds(1))) µs", LogFields(stage: "memory"))
     }
 
     private func stop() {
