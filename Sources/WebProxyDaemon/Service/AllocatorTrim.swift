@@ -1,7 +1,8 @@
 /// When the daemon gives the allocator's free pages back: in the first quiet second after a
-/// transfer. glibc keeps the pages a burst freed, so RSS stayed up to 14 MiB above idle after
+/// transfer. glibc keeps the pages a burst freed, so RSS stayed up to 12 MiB above idle after
 /// one; `malloc_trim(0)` then returns them (Docs/PERFORMANCE.md). Asked once a second with
-/// the bytes moved so far; a transfer is at least `burstBytes`, so chat never trims.
+/// the bytes moved so far; a transfer is at least `burstBytes`, so chat alone trims at most
+/// once per `burstBytes` it adds up to.
 struct AllocatorTrim {
     static let burstBytes = 4 << 20
 
