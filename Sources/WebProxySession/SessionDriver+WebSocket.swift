@@ -1,10 +1,10 @@
 import WebProxyCore
 
 /// The `websocket` and `websocket-lanes` carriers (PROTOCOL.md §5.3, §5.4): one batch per
-/// message, no new message while the socket buffers `socketBufferLimit` bytes or more, Pings
-/// after `socketPingAfter` of silence and loss after `socketDeadAfter`. Losing the session
-/// socket ends the session; losing an established lane ends its stream; a failed new lane
-/// upgrade ends the session.
+/// message, of at most `socketBufferLimit` bytes, and no new message while the socket
+/// buffers that much or more; Pings after `socketPingAfter` of silence and loss after
+/// `socketDeadAfter`. Losing the session socket ends the session; losing an established lane
+/// ends its stream; a failed new lane upgrade ends the session.
 extension SessionDriver {
     /// Starts a WebSocket upgrade for the session (`lane` nil) or one lane.
     mutating func openSocket(lane: StreamID?, step: inout SessionStep) -> SocketID {
@@ -197,7 +197,7 @@ extension SessionDriver {
     mutating func pumpSessionSocket(step: inout SessionStep) {
         guard let id = sessionSocket, sockets[id]?.phase == .open else { return }
         while let buffered = sockets[id]?.bufferedBytes, buffered < socketBufferLimit,
-            let batch = mux.nextBatch(maxBytes: batchLimit, paced: uplinkAllowance)
+            let batch = mux.nextBatch(maxBytes: socketBufferLimit, paced: uplinkAllowance)
         {
             sockets[id]?.bufferedBytes = buffered + batch.count
             step.frames.sent += FrameCounts.frames(inBatch: batch)
@@ -213,7 +213,7 @@ extension SessionDriver {
             guard let socket = sockets[id] else { continue }
             if socket.phase == .open {
                 while let buffered = sockets[id]?.bufferedBytes, buffered < socketBufferLimit,
-                    let batch = mux.nextLaneBatch(for: lane, maxBytes: batchLimit, paced: uplinkAllowance)
+                    let batch = mux.nextLaneBatch(for: lane, maxBytes: socketBufferLimit, paced: uplinkAllowance)
                 {
                     sockets[id]?.bufferedBytes = buffered + batch.count
                     step.frames.sent += FrameCounts.frames(inBatch: batch)

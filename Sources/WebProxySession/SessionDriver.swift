@@ -6,7 +6,7 @@ import WebProxyCore
 /// answered WELCOME; it reports its end through `outcome` and has then closed every local
 /// connection it carried (fail closed).
 ///
-/// Bounds: a stream's uplink queue stays within its send credit and `perStreamQueueLimit`;
+/// Bounds: a stream's uplink queue stays within its send credit and `streamQueueLimit`;
 /// a stream's local write queue within its 4 MiB receive window (the relay cannot send
 /// more before a WINDOW, and WINDOW follows `localWritten`); all queues together within
 /// `globalQueueLimit`, by stopping reads and, on the https carriers, holding back the next
@@ -24,8 +24,14 @@ struct SessionDriver: Sendable {
     let api: RelayAPI
     let batchLimit: Int
     /// websocket carriers: no new message while the socket holds this many bytes the kernel
-    /// has not taken (a whole batch, when the relay's batches are smaller).
+    /// has not taken, and no message larger (a whole batch, when the relay's batches are
+    /// smaller).
     let socketBufferLimit: Int
+    /// Most uplink bytes a stream may queue. The https carriers: `perStreamQueueLimit` (one
+    /// batch), so a stream alone can fill the next `/up` body. The WebSocket carriers send a
+    /// message whenever the socket has room, so two messages are enough to keep it busy; more
+    /// would wait in the daemon's memory instead of the local socket's kernel buffer.
+    let streamQueueLimit: Int
     let settings: SessionSettings
     var mode: CarrierMode { session.carrierMode }
     private(set) var outcome = Outcome.running
@@ -71,6 +77,10 @@ struct SessionDriver: Sendable {
         self.api = api
         self.batchLimit = min(max(batchLimit, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
         socketBufferLimit = min(self.batchLimit, Self.socketBufferBytes)
+        switch session.carrierMode {
+        case .https, .httpsLanes: streamQueueLimit = settings.perStreamQueueLimit
+        case .websocket, .websocketLanes: streamQueueLimit = min(settings.perStreamQueueLimit, 2 * socketBufferLimit)
+        }
         self.settings = settings
         uplinkBudget = settings.uplinkBudget
         let perStream = session.carrierMode == .httpsLanes || session.carrierMode == .websocketLanes
@@ -152,7 +162,7 @@ struct SessionDriver: Sendable {
         let queued = local.stream.map { mux.queuedBytes(on: $0) } ?? 0
         let globalRoom = settings.globalQueueLimit - mux.queuedBytes - writeQueuedTotal
         let budgetRoom = uplinkBudget - mux.unacknowledgedUplinkBytes
-        return max(0, min(credit, settings.perStreamQueueLimit - queued, globalRoom, budgetRoom))
+        return max(0, min(credit, streamQueueLimit - queued, globalRoom, budgetRoom))
     }
 
     /// What the pacer lets the next batch carry of bulk DATA: each bulk stream an equal share

@@ -28,8 +28,8 @@ struct SessionDriverPacingTests: SessionDriverSuite {
         _ = h.on(.localAccepted(bulk))
         _ = h.on(.localAccepted(chat))
         let upload = (0..<(256 << 10)).map { UInt8(truncatingIfNeeded: $0) }
-        // Reading is not paced: the stream's queue bound allows the whole read.
-        #expect(h.supervisor.readAllowance(for: bulk) == 2 << 20)
+        // Reading is not paced: the stream's queue bound (two messages) allows the whole read.
+        #expect(h.supervisor.readAllowance(for: bulk) == 512 << 10)
         // Before a rate was measured, the pacer allows its floor in flight and a batch more,
         // `minimumBatchBulkBytes` of bulk DATA a message.
         let batch = UplinkPacer.minimumBatchBulkBytes
