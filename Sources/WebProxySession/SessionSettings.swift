@@ -6,10 +6,10 @@ public struct SessionSettings: Hashable, Sendable {
     /// Most local connections carried at once; one more is closed at once and counted.
     public var maxStreams: Int
     /// Most uplink bytes queued per stream: one full batch (2 MiB), so a stream can always
-    /// fill the next `/up` body; the WebSocket carriers queue less (`SessionDriver.streamQueueLimit`).
-    /// The bridge allows 8 MiB, but bytes the carrier cannot take yet wait as well in the
-    /// local socket's kernel buffer as in the daemon's memory (under load on loopback the
-    /// queues held the whole 4 MiB send window per stream).
+    /// fill the next `/up` body; the WebSocket carriers queue less
+    /// (`SessionDriver.streamQueueLimit`). The bridge allows 8 MiB, but bytes the carrier
+    /// cannot take yet wait as well in the local socket's kernel buffer as in the daemon's
+    /// memory (under load on loopback the queues held the whole 4 MiB send window per stream).
     public var perStreamQueueLimit: Int
     /// Most bytes queued in the daemon overall: uplink data not yet sent plus data handed
     /// to local sockets and not yet written. Reads and https polls stop at this bound.
