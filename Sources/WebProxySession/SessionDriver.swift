@@ -23,16 +23,21 @@ struct SessionDriver: Sendable {
     let session: EstablishedSession
     let api: RelayAPI
     let batchLimit: Int
+    let settings: SessionSettings
     /// websocket carriers: no new message while the socket holds this many bytes the kernel
     /// has not taken, and no message larger (a whole batch, when the relay's batches are
     /// smaller).
-    let socketBufferLimit: Int
+    var socketBufferLimit: Int { min(batchLimit, Self.socketBufferBytes) }
     /// Most uplink bytes a stream may queue. The https carriers: `perStreamQueueLimit` (one
     /// batch), so a stream alone can fill the next `/up` body. The WebSocket carriers send a
     /// message whenever the socket has room, so two messages are enough to keep it busy; more
     /// would wait in the daemon's memory instead of the local socket's kernel buffer.
-    let streamQueueLimit: Int
-    let settings: SessionSettings
+    var streamQueueLimit: Int {
+        switch mode {
+        case .https, .httpsLanes: settings.perStreamQueueLimit
+        case .websocket, .websocketLanes: min(settings.perStreamQueueLimit, 2 * socketBufferLimit)
+        }
+    }
     var mode: CarrierMode { session.carrierMode }
     private(set) var outcome = Outcome.running
     var isRunning: Bool { outcome == .running }
@@ -76,11 +81,6 @@ struct SessionDriver: Sendable {
         self.session = session
         self.api = api
         self.batchLimit = min(max(batchLimit, SessionMux.minimumBatchBytes), FrameLimits.defaultBatchBytes)
-        socketBufferLimit = min(self.batchLimit, Self.socketBufferBytes)
-        switch session.carrierMode {
-        case .https, .httpsLanes: streamQueueLimit = settings.perStreamQueueLimit
-        case .websocket, .websocketLanes: streamQueueLimit = min(settings.perStreamQueueLimit, 2 * socketBufferLimit)
-        }
         self.settings = settings
         uplinkBudget = settings.uplinkBudget
         let perStream = session.carrierMode == .httpsLanes || session.carrierMode == .websocketLanes
