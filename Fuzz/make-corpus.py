@@ -229,6 +229,17 @@ for flags, text in [
         (0, "[relay]\n[daemon\nhsot = x\nsecret = 000102030405060708090a0b0c0d0e0f0\n[relay a]\n[relay a]\n")]:
     add("ConfigFile", bytes([flags]) + text.encode(), limit=16384)
 
+# --- status documents (the whole input is the control socket's answer) ----------------------
+status_relay = ('{"name": "home", "listen": "127.0.0.1:8443", "state": "up", "carrier": "websocket", "streams": 2, '
+                '"refused_connections": 0, "bytes_up": 1536, "bytes_down": 3145728, "sessions_established": 1, '
+                '"reconnects": 0, "last_error": {"class": "unreachable", "message": "a \\"b\\" \\u00e9", '
+                '"seconds_ago": 5, "at": "2025-05-01T11:59:55Z"}, '
+                '"side_sessions": [{"role": "media", "state": "starting", "streams": 1}]}')
+add("StatusDocument", '{"version": "1.2.3", "pid": 4321, "generated_at": "2025-05-01T12:00:00Z", "relays": ['
+    + status_relay + "]}\n")
+add("StatusDocument", '{"version": "1", "pid": 1, "generated_at": "", "relays": []}')
+add("StatusDocument", '[null, true, false, -0, 12, "\\ud83d\\ude00", {}, [[]]]')
+
 # --- write -------------------------------------------------------------------------------
 
 if os.path.isdir(CORPUS):

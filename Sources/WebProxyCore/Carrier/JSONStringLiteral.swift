@@ -1,7 +1,7 @@
 /// Strict decoding of one JSON string literal embedded in a larger text (the bridge page's
-/// data statement), without Foundation.
-enum JSONStringLiteral {
-    enum Failure: Error {
+/// data statement, the status document), without Foundation.
+public enum JSONStringLiteral {
+    public enum Failure: Error {
         /// No opening quote at the start position.
         case notALiteral
         /// An opening quote, but the literal is unterminated, too long, or not valid JSON.
@@ -10,7 +10,7 @@ enum JSONStringLiteral {
 
     /// Decodes the literal that starts at `index` (at its opening quote), reading at most
     /// `maxBytes` source bytes, and moves `index` past the closing quote.
-    static func decode(_ text: [UInt8], at index: inout Int, maxBytes: Int) throws(Failure) -> String {
+    public static func decode(_ text: [UInt8], at index: inout Int, maxBytes: Int) throws(Failure) -> String {
         guard index < text.count, text[index] == UInt8(ascii: "\"") else { throw .notALiteral }
         let limit = min(text.count, index + maxBytes)
         var position = index + 1

@@ -1,8 +1,6 @@
-import FoundationEssentials
-
 /// What the control socket answers to `status`: the daemon and each relay, as JSON with
 /// snake_case keys. Holds no secret, token, capability or URL.
-struct StatusDocument: Codable, Equatable, Sendable {
+struct StatusDocument: Equatable, Sendable {
     /// The daemon's version.
     var version: String
     /// The daemon's process id.
@@ -14,9 +12,9 @@ struct StatusDocument: Codable, Equatable, Sendable {
 }
 
 /// One relay in `StatusDocument`.
-struct RelayStatusEntry: Codable, Equatable, Sendable {
+struct RelayStatusEntry: Equatable, Sendable {
     /// What a relay is doing, from the operator's point of view.
-    enum State: String, Codable, Sendable {
+    enum State: String, Sendable {
         /// Building its first session.
         case starting
         /// A session is up.
@@ -30,7 +28,7 @@ struct RelayStatusEntry: Codable, Equatable, Sendable {
     }
 
     /// When and why the last session failed.
-    struct LastError: Codable, Equatable, Sendable {
+    struct LastError: Equatable, Sendable {
         /// `SessionFailure.Kind` raw value, e.g. `unreachable`.
         var `class`: String
         var message: String
@@ -40,7 +38,7 @@ struct RelayStatusEntry: Codable, Equatable, Sendable {
     }
 
     /// A session beside the primary one, for file transfers (`SessionRole`).
-    struct SideSession: Codable, Equatable, Sendable {
+    struct SideSession: Equatable, Sendable {
         /// `media` or `transfer`.
         var role: String
         /// `starting`, `up` or `down` (lost or refused: its connections go to the primary
@@ -67,19 +65,109 @@ struct RelayStatusEntry: Codable, Equatable, Sendable {
 }
 
 extension StatusDocument {
-    /// Pretty-printed JSON with sorted keys, ending in a newline.
+    /// Pretty-printed JSON with sorted snake_case keys, ending in a newline. A relay's
+    /// `carrier` and `last_error` are left out while they have no value.
     func encoded() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain strings and integers cannot fail.
-        return ((try? encoder.encode(self)).map(Array.init) ?? Array("{}".utf8)) + [UInt8(ascii: "\n")]
+        let relays = relays.map { relay -> JSONValue in
+            var fields: [String: JSONValue] = [
+                "name": .string(relay.name), "listen": .string(relay.listen), "state": .string(relay.state.rawValue),
+                "streams": .integer(relay.streams), "refused_connections": .integer(relay.refusedConnections),
+                "bytes_up": .integer(relay.bytesUp), "bytes_down": .integer(relay.bytesDown),
+                "sessions_established": .integer(relay.sessionsEstablished), "reconnects": .integer(relay.reconnects),
+                "side_sessions": .array(
+                    relay.sideSessions.map {
+                        .object(["role": .string($0.role), "state": .string($0.state.rawValue), "streams": .integer($0.streams)])
+                    }),
+            ]
+            fields["carrier"] = relay.carrier.map(JSONValue.string)
+            fields["last_error"] = relay.lastError.map {
+                .object([
+                    "class": .string($0.class), "message": .string($0.message),
+                    "seconds_ago": .integer($0.secondsAgo), "at": .string($0.at),
+                ])
+            }
+            return .object(fields)
+        }
+        let document = JSONValue.object([
+            "version": .string(version), "pid": .integer(Int(pid)), "generated_at": .string(generatedAt),
+            "relays": .array(relays),
+        ])
+        return Array((document.prettyPrinted + "\n").utf8)
     }
 
-    /// Reads a document the control socket sent.
-    init(decoding bytes: [UInt8]) throws {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        self = try decoder.decode(StatusDocument.self, from: Data(bytes))
+    /// Reads a document the control socket sent. Keys it does not know are ignored.
+    init(decoding bytes: [UInt8]) throws(JSONValue.Invalid) {
+        let document = try JSONFields(try JSONValue(parsing: bytes))
+        guard let pid = Int32(exactly: try document.integer("pid")) else { throw JSONValue.Invalid() }
+        self.init(
+            version: try document.string("version"), pid: pid, generatedAt: try document.string("generated_at"),
+            relays: try document.array("relays").map { value throws(JSONValue.Invalid) in
+                let relay = try JSONFields(value)
+                return RelayStatusEntry(
+                    name: try relay.string("name"), listen: try relay.string("listen"),
+                    state: try relay.state("state"), carrier: try relay.optionalString("carrier"),
+                    streams: try relay.integer("streams"), refusedConnections: try relay.integer("refused_connections"),
+                    bytesUp: try relay.integer("bytes_up"), bytesDown: try relay.integer("bytes_down"),
+                    sessionsEstablished: try relay.integer("sessions_established"),
+                    reconnects: try relay.integer("reconnects"),
+                    lastError: try relay.optionalObject("last_error").map { error throws(JSONValue.Invalid) in
+                        RelayStatusEntry.LastError(
+                            class: try error.string("class"), message: try error.string("message"),
+                            secondsAgo: try error.integer("seconds_ago"), at: try error.string("at"))
+                    },
+                    sideSessions: try relay.array("side_sessions").map { value throws(JSONValue.Invalid) in
+                        let side = try JSONFields(value)
+                        return RelayStatusEntry.SideSession(
+                            role: try side.string("role"), state: try side.state("state"),
+                            streams: try side.integer("streams"))
+                    })
+            })
+    }
+}
+
+/// One JSON object's fields, read by key with the type each must have.
+private struct JSONFields {
+    let fields: [String: JSONValue]
+
+    init(_ value: JSONValue) throws(JSONValue.Invalid) {
+        guard case .object(let fields) = value else { throw JSONValue.Invalid() }
+        self.fields = fields
+    }
+
+    private func value(_ key: String) throws(JSONValue.Invalid) -> JSONValue {
+        guard let value = fields[key] else { throw JSONValue.Invalid() }
+        return value
+    }
+
+    func string(_ key: String) throws(JSONValue.Invalid) -> String {
+        guard case .string(let text) = try value(key) else { throw JSONValue.Invalid() }
+        return text
+    }
+
+    func integer(_ key: String) throws(JSONValue.Invalid) -> Int {
+        guard case .integer(let number) = try value(key) else { throw JSONValue.Invalid() }
+        return number
+    }
+
+    func array(_ key: String) throws(JSONValue.Invalid) -> [JSONValue] {
+        guard case .array(let items) = try value(key) else { throw JSONValue.Invalid() }
+        return items
+    }
+
+    func state(_ key: String) throws(JSONValue.Invalid) -> RelayStatusEntry.State {
+        guard let state = RelayStatusEntry.State(rawValue: try string(key)) else { throw JSONValue.Invalid() }
+        return state
+    }
+
+    /// A string, or nil when the key is absent or `null`.
+    func optionalString(_ key: String) throws(JSONValue.Invalid) -> String? {
+        guard let value = fields[key], value != .null else { return nil }
+        return try string(key)
+    }
+
+    /// An object, or nil when the key is absent or `null`.
+    func optionalObject(_ key: String) throws(JSONValue.Invalid) -> JSONFields? {
+        guard let value = fields[key], value != .null else { return nil }
+        return try JSONFields(value)
     }
 }

@@ -54,6 +54,92 @@ import Testing
         #expect(try StatusDocument(decoding: bytes) == Self.document)
     }
 
+    /// The document's exact bytes, as Foundation's `JSONEncoder` wrote them before the daemon
+    /// had a JSON writer of its own: scripts reading `status --json` see no change.
+    @Test func jsonGolden() {
+        #expect(String(decoding: Self.document.encoded(), as: UTF8.self) == """
+                {
+                  "generated_at" : "2025-05-01T12:00:00Z",
+                  "pid" : 4321,
+                  "relays" : [
+                    {
+                      "bytes_down" : 3145728,
+                      "bytes_up" : 1536,
+                      "carrier" : "websocket-lanes",
+                      "last_error" : {
+                        "at" : "2025-05-01T11:47:26Z",
+                        "class" : "carrier-lost",
+                        "message" : "the session WebSocket was lost",
+                        "seconds_ago" : 754
+                      },
+                      "listen" : "127.0.0.1:8443",
+                      "name" : "home",
+                      "reconnects" : 1,
+                      "refused_connections" : 0,
+                      "sessions_established" : 2,
+                      "side_sessions" : [
+                        {
+                          "role" : "media",
+                          "state" : "up",
+                          "streams" : 3
+                        },
+                        {
+                          "role" : "transfer",
+                          "state" : "starting",
+                          "streams" : 1
+                        }
+                      ],
+                      "state" : "up",
+                      "streams" : 12
+                    },
+                    {
+                      "bytes_down" : 0,
+                      "bytes_up" : 0,
+                      "last_error" : {
+                        "at" : "2025-05-01T11:59:55Z",
+                        "class" : "unreachable",
+                        "message" : "no response from the relay",
+                        "seconds_ago" : 5
+                      },
+                      "listen" : "[::1]:8444",
+                      "name" : "work",
+                      "reconnects" : 4,
+                      "refused_connections" : 3,
+                      "sessions_established" : 0,
+                      "side_sessions" : [
+
+                      ],
+                      "state" : "down",
+                      "streams" : 0
+                    }
+                  ],
+                  "version" : "1.2.3"
+                }
+
+                """)
+        var empty = Self.document
+        empty.relays = []
+        #expect(String(decoding: empty.encoded(), as: UTF8.self) == """
+                {
+                  "generated_at" : "2025-05-01T12:00:00Z",
+                  "pid" : 4321,
+                  "relays" : [
+
+                  ],
+                  "version" : "1.2.3"
+                }
+
+                """)
+    }
+
+    @Test func jsonEscapesWhatMustBeEscaped() throws {
+        var document = Self.document
+        document.relays[1].lastError?.message = "a \"q\" \\ / \n\t\r\u{8}\u{C}\u{1}\u{1F} \u{7F} é 😀 \u{2028}"
+        let text = String(decoding: document.encoded(), as: UTF8.self)
+        #expect(text.contains(#""message" : "a \"q\" \\ / \n\t\r\b\f\u0001\u001f \#u{7F} é 😀 \#u{2028}","#))
+        #expect(try StatusDocument(decoding: Array(text.utf8)) == document)
+    }
+
     @Test(arguments: [(0, "0 s ago"), (119, "119 s ago"), (120, "2 min ago"), (7199, "119 min ago"), (7200, "2 h ago"), (172_800, "2 d ago")])
     func ago(seconds: Int, text: String) {
         #expect(StatusTable.ago(seconds) == text)
