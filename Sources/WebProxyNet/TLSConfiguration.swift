@@ -4,11 +4,18 @@ public enum TLSConfiguration {
     public struct Client: Sendable, Equatable {
         /// Where trusted root certificates come from.
         public enum Trust: Sendable, Equatable {
-            /// The system store (`/etc/ssl/certs`, via `SSL_CTX_set_default_verify_paths`).
+            /// The system store: its directory of certificates named by subject hash
+            /// (`/etc/ssl/certs`), each read when a handshake first needs it, or OpenSSL's
+            /// default paths (the whole bundle, parsed up front) where that directory has no
+            /// hash links or `SSL_CERT_FILE` or `SSL_CERT_DIR` is set
+            /// (`TLSContext.systemTrustDirectory`).
             case system
             /// A PEM file holding one or more CA certificates (the `ca-file` option); only
             /// these are trusted.
             case caFile(path: String)
+            /// A directory of PEM certificates named by subject hash (`openssl rehash`), each
+            /// read when a handshake first needs it; only these are trusted.
+            case caDirectory(path: String)
             /// PEM text holding one or more CA certificates; only these are trusted.
             case caPEM(String)
         }

@@ -1,12 +1,19 @@
 internal import CWebProxyOpenSSL
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One OpenSSL `SSL_CTX` per configuration: trust, pins, ALPN and the client session cache.
 ///
-/// Build it off the event loop (it reads the CA file or system store), then share it:
+/// Build it off the event loop (it reads the CA file or system store), then share it. From
+/// a hash directory (the system store's, usually) a root is read when a handshake first
+/// needs it, one small file on the handshake's thread, and kept in the context's store.
 /// `@unchecked Sendable` because OpenSSL documents an `SSL_CTX` as safe to use from many
-/// threads once set up, nothing here changes it after `init`, and the one mutable part, the
-/// session cache, is behind a `Mutex`.
+/// threads once set up, nothing here changes it after `init` (the store's cache of roots
+/// read from a directory is OpenSSL's, under its own lock), and the one mutable part of
+/// ours, the session cache, is behind a `Mutex`.
 public final class TLSContext: @unchecked Sendable {
     /// Which side of the handshake engines made from this context play.
     public enum Role: Sendable, Equatable {
@@ -221,9 +228,23 @@ public final class TLSContext: @unchecked Sendable {
         ERR_clear_error()
         switch trust {
         case .system:
-            guard SSL_CTX_set_default_verify_paths(handle) == 1 else {
+            if let directory = Self.systemTrustDirectory() {
+                guard SSL_CTX_load_verify_dir(handle, directory) == 1 else {
+                    throw TLSError(
+                        .configuration, "cannot use the system trust store \(directory)",
+                        openSSLErrors: TLSError.drainOpenSSLErrors())
+                }
+            } else {
+                guard SSL_CTX_set_default_verify_paths(handle) == 1 else {
+                    throw TLSError(
+                        .configuration, "cannot load the system trust store",
+                        openSSLErrors: TLSError.drainOpenSSLErrors())
+                }
+            }
+        case .caDirectory(let path):
+            guard SSL_CTX_load_verify_dir(handle, path) == 1 else {
                 throw TLSError(
-                    .configuration, "cannot load the system trust store",
+                    .configuration, "cannot use the CA directory \(path)",
                     openSSLErrors: TLSError.drainOpenSSLErrors())
             }
         case .caFile(let path):
@@ -242,6 +263,35 @@ public final class TLSContext: @unchecked Sendable {
                     openSSLErrors: TLSError.drainOpenSSLErrors())
             }
         }
+    }
+
+    /// The system's certificate directory, when its roots can be read one by one as
+    /// handshakes need them: OpenSSL's environment overrides are unset and the directory holds
+    /// links named by subject hash (`openssl rehash`; Debian's ca-certificates keeps them).
+    /// Parsing the whole bundle up front instead costs each context about 1.2 MiB (147 roots
+    /// on Debian 12) to find the one a relay's chain ends in. Nil: load the default paths.
+    static func systemTrustDirectory(
+        environment: (String) -> String? = { getenv($0).map { String(cString: $0) } },
+        defaultDirectory: String = String(cString: X509_get_default_cert_dir())
+    ) -> String? {
+        let overrides = [X509_get_default_cert_file_env(), X509_get_default_cert_dir_env()]
+            .compactMap { $0.map { String(cString: $0) } }
+        guard overrides.allSatisfy({ environment($0) == nil }),
+            let directory = opendir(defaultDirectory)
+        else { return nil }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if isHashLinkName(name) { return defaultDirectory }
+        }
+        return nil
+    }
+
+    /// `5ad8a5d6.0`: eight hex digits of a subject hash, a dot, a counter.
+    static func isHashLinkName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 2 && parts[0].count == 8 && parts[0].allSatisfy { $0.isASCII && $0.isHexDigit }
+            && !parts[1].isEmpty && parts[1].allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     private func loadServerCredentials(_ configuration: TLSConfiguration.Server) throws(TLSError) {

@@ -11,6 +11,27 @@ struct TLSContextTests {
         #expect(context.role == .client)
     }
 
+    /// The system's hash directory is used only where OpenSSL's environment overrides are
+    /// unset; a directory without hash links (or none at all) means the default paths.
+    @Test func systemTrustDirectoryHonoursOpenSSLsOverrides() {
+        let system = "/etc/ssl/certs"
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: "/nonexistent") == nil)
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: "/") == nil)
+        for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+            #expect(
+                TLSContext.systemTrustDirectory(
+                    environment: { $0 == variable ? "/etc/my-roots" : nil }, defaultDirectory: system) == nil)
+        }
+    }
+
+    @Test(arguments: [
+        ("5ad8a5d6.0", true), ("0123ABCD.12", true), ("5ad8a5d6.r0", false), ("5ad8a5d.0", false),
+        ("5ad8a5d6", false), ("ca-certificates.crt", false), ("5ad8a5dg.0", false), ("5ad8a5d6.", false),
+    ])
+    func hashLinkNames(name: String, isHashLink: Bool) {
+        #expect(TLSContext.isHashLinkName(name) == isHashLink)
+    }
+
     @Test(arguments: [
         "", "abc", "not base64 at all!", "AAAA",
         String(repeating: "A", count: 42) + "==",  // 31 bytes

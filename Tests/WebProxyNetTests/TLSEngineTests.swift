@@ -1,3 +1,4 @@
+import CWebProxyOpenSSL
 import Glibc
 import Testing
 
@@ -321,6 +322,30 @@ struct TLSEngineTests {
             clientContext: context, serverContext: fixture.serverContext(foreign))
         try completeHandshake(client: client, server: server)
         #expect(client.peerCertificate?.subjectCommonName == "other.example")
+    }
+
+    /// The system store's way: a root is found by its subject hash when the handshake needs it.
+    @Test func caDirectoryTrustsWhatItsHashLinksName() throws {
+        let directory = "/tmp/webproxyd-tls-test-cadir-\(getpid())"
+        #expect(mkdir(directory, 0o700) == 0)
+        defer { rmdir(directory) }
+        let authority = try #require(TLSContext.readCertificates(fixture.authority.certificatePEM, what: "CA").first)
+        defer { X509_free(authority) }
+        let hash = String(X509_subject_name_hash(authority), radix: 16)
+        let path = directory + "/" + String(repeating: "0", count: 8 - hash.count) + hash + ".0"
+        let file = try #require(fopen(path, "w"))
+        fputs(fixture.authority.certificatePEM, file)
+        fclose(file)
+        let context = try TLSContext(client: TLSConfiguration.Client(trust: .caDirectory(path: directory)))
+        let (client, server) = try pair(clientContext: context)
+        try completeHandshake(client: client, server: server)
+        #expect(client.isHandshakeComplete)
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: directory) == directory)
+
+        unlink(path)
+        let empty = try TLSContext(client: TLSConfiguration.Client(trust: .caDirectory(path: directory)))
+        #expect(try clientFailure(clientContext: empty).kind == .untrustedIssuer)
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: directory) == nil)
     }
 
     @Test func caFileIsTrusted() throws {
