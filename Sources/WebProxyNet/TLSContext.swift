@@ -268,8 +268,8 @@ public final class TLSContext: @unchecked Sendable {
     /// The system's certificate directory, when its roots can be read one by one as
     /// handshakes need them: OpenSSL's environment overrides are unset and the directory holds
     /// links named by subject hash (`openssl rehash`; Debian's ca-certificates keeps them).
-    /// Parsing the whole bundle up front instead costs each context about 1.2 MiB (147 roots
-    /// on Debian 12) to find the one a relay's chain ends in. Nil: load the default paths.
+    /// Parsing the whole bundle up front instead costs each context over 1 MiB (147 roots on
+    /// Debian 12) to find the one a relay's chain ends in. Nil: load the default paths.
     static func systemTrustDirectory(
         environment: (String) -> String? = { getenv($0).map { String(cString: $0) } },
         defaultDirectory: String = String(cString: X509_get_default_cert_dir())

@@ -1,4 +1,5 @@
 import CWebProxyOpenSSL
+import Glibc
 import Testing
 import WebProxyTestSupport
 
@@ -12,16 +13,23 @@ struct TLSContextTests {
     }
 
     /// The system's hash directory is used only where OpenSSL's environment overrides are
-    /// unset; a directory without hash links (or none at all) means the default paths.
-    @Test func systemTrustDirectoryHonoursOpenSSLsOverrides() {
-        let system = "/etc/ssl/certs"
-        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: "/nonexistent") == nil)
-        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: "/") == nil)
+    /// unset and it holds hash links; otherwise (or with no directory at all) the default paths.
+    @Test func systemTrustDirectoryHonoursOpenSSLsOverrides() throws {
+        let directory = "/tmp/webproxyd-tls-test-hashdir-\(getpid())"
+        #expect(mkdir(directory, 0o700) == 0)
+        defer { rmdir(directory) }
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: directory) == nil)
+        let link = directory + "/5ad8a5d6.0"
+        let file = try #require(fopen(link, "w"))
+        fclose(file)
+        defer { unlink(link) }
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: directory) == directory)
         for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
             #expect(
                 TLSContext.systemTrustDirectory(
-                    environment: { $0 == variable ? "/etc/my-roots" : nil }, defaultDirectory: system) == nil)
+                    environment: { $0 == variable ? "/etc/my-roots" : nil }, defaultDirectory: directory) == nil)
         }
+        #expect(TLSContext.systemTrustDirectory(environment: { _ in nil }, defaultDirectory: "/nonexistent") == nil)
     }
 
     @Test(arguments: [

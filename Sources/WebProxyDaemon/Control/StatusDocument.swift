@@ -101,32 +101,31 @@ extension StatusDocument {
         guard let pid = Int32(exactly: try document.integer("pid")) else { throw JSONValue.Invalid() }
         self.init(
             version: try document.string("version"), pid: pid, generatedAt: try document.string("generated_at"),
-            relays: try document.array("relays").map { value throws(JSONValue.Invalid) in
-                let relay = try JSONFields(value)
-                return RelayStatusEntry(
-                    name: try relay.string("name"), listen: try relay.string("listen"),
-                    state: try relay.state("state"), carrier: try relay.optionalString("carrier"),
-                    streams: try relay.integer("streams"), refusedConnections: try relay.integer("refused_connections"),
-                    bytesUp: try relay.integer("bytes_up"), bytesDown: try relay.integer("bytes_down"),
-                    sessionsEstablished: try relay.integer("sessions_established"),
-                    reconnects: try relay.integer("reconnects"),
-                    lastError: try relay.optionalObject("last_error").map { error throws(JSONValue.Invalid) in
-                        RelayStatusEntry.LastError(
-                            class: try error.string("class"), message: try error.string("message"),
-                            secondsAgo: try error.integer("seconds_ago"), at: try error.string("at"))
-                    },
-                    sideSessions: try relay.array("side_sessions").map { value throws(JSONValue.Invalid) in
-                        let side = try JSONFields(value)
-                        return RelayStatusEntry.SideSession(
-                            role: try side.string("role"), state: try side.state("state"),
-                            streams: try side.integer("streams"))
-                    })
+            relays: try document.objects("relays").map { relay throws(JSONValue.Invalid) in try RelayStatusEntry(relay) })
+    }
+}
+
+extension RelayStatusEntry {
+    fileprivate init(_ relay: JSONFields) throws(JSONValue.Invalid) {
+        self.init(
+            name: try relay.string("name"), listen: try relay.string("listen"), state: try relay.state("state"),
+            carrier: try relay.optionalString("carrier"), streams: try relay.integer("streams"),
+            refusedConnections: try relay.integer("refused_connections"), bytesUp: try relay.integer("bytes_up"),
+            bytesDown: try relay.integer("bytes_down"), sessionsEstablished: try relay.integer("sessions_established"),
+            reconnects: try relay.integer("reconnects"),
+            lastError: try relay.optionalObject("last_error").map { error throws(JSONValue.Invalid) in
+                LastError(
+                    class: try error.string("class"), message: try error.string("message"),
+                    secondsAgo: try error.integer("seconds_ago"), at: try error.string("at"))
+            },
+            sideSessions: try relay.objects("side_sessions").map { side throws(JSONValue.Invalid) in
+                SideSession(role: try side.string("role"), state: try side.state("state"), streams: try side.integer("streams"))
             })
     }
 }
 
 /// One JSON object's fields, read by key with the type each must have.
-private struct JSONFields {
+fileprivate struct JSONFields {
     let fields: [String: JSONValue]
 
     init(_ value: JSONValue) throws(JSONValue.Invalid) {
@@ -149,9 +148,10 @@ private struct JSONFields {
         return number
     }
 
-    func array(_ key: String) throws(JSONValue.Invalid) -> [JSONValue] {
+    /// An array whose every item is an object.
+    func objects(_ key: String) throws(JSONValue.Invalid) -> [JSONFields] {
         guard case .array(let items) = try value(key) else { throw JSONValue.Invalid() }
-        return items
+        return try items.map { item throws(JSONValue.Invalid) in try JSONFields(item) }
     }
 
     func state(_ key: String) throws(JSONValue.Invalid) -> RelayStatusEntry.State {
